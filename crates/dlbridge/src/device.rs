@@ -1,0 +1,200 @@
+//! Devices: the DLPack device type (held as an integer) and ordinal, with names and parsing.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::Error;
+use crate::ffi::dlpack::DLDevice;
+
+/// A DLPack device type (`DLDeviceType`), held as an integer so that types from newer producers
+/// survive the trip.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeviceType(pub i32);
+
+impl DeviceType {
+    /// `kDLCPU`
+    pub const CPU: Self = Self(1);
+    /// `kDLCUDA`
+    pub const CUDA: Self = Self(2);
+    /// `kDLCUDAHost` (pinned host memory)
+    pub const CUDA_HOST: Self = Self(3);
+    /// `kDLOpenCL`
+    pub const OPENCL: Self = Self(4);
+    /// `kDLVulkan`
+    pub const VULKAN: Self = Self(7);
+    /// `kDLMetal`
+    pub const METAL: Self = Self(8);
+    /// `kDLVPI`
+    pub const VPI: Self = Self(9);
+    /// `kDLROCM`
+    pub const ROCM: Self = Self(10);
+    /// `kDLROCMHost` (pinned host memory)
+    pub const ROCM_HOST: Self = Self(11);
+    /// `kDLExtDev`
+    pub const EXT_DEV: Self = Self(12);
+    /// `kDLCUDAManaged` (unified memory)
+    pub const CUDA_MANAGED: Self = Self(13);
+    /// `kDLOneAPI`
+    pub const ONEAPI: Self = Self(14);
+    /// `kDLWebGPU`
+    pub const WEBGPU: Self = Self(15);
+    /// `kDLHexagon`
+    pub const HEXAGON: Self = Self(16);
+    /// `kDLMAIA`
+    pub const MAIA: Self = Self(17);
+    /// `kDLTrn`
+    pub const TRN: Self = Self(18);
+
+    const NAMES: [(Self, &'static str); 16] = [
+        (Self::CPU, "cpu"),
+        (Self::CUDA, "cuda"),
+        (Self::CUDA_HOST, "cuda_host"),
+        (Self::OPENCL, "opencl"),
+        (Self::VULKAN, "vulkan"),
+        (Self::METAL, "metal"),
+        (Self::VPI, "vpi"),
+        (Self::ROCM, "rocm"),
+        (Self::ROCM_HOST, "rocm_host"),
+        (Self::EXT_DEV, "ext_dev"),
+        (Self::CUDA_MANAGED, "cuda_managed"),
+        (Self::ONEAPI, "oneapi"),
+        (Self::WEBGPU, "webgpu"),
+        (Self::HEXAGON, "hexagon"),
+        (Self::MAIA, "maia"),
+        (Self::TRN, "trn"),
+    ];
+
+    /// The name (`"cpu"`, `"cuda"`, ...), or `None` for a type this version does not know.
+    pub fn name(self) -> Option<&'static str> {
+        Self::NAMES
+            .iter()
+            .find(|(t, _)| *t == self)
+            .map(|(_, n)| *n)
+    }
+
+    /// True when the host CPU can read and write the memory directly.
+    pub fn is_host_accessible(self) -> bool {
+        matches!(
+            self,
+            Self::CPU | Self::CUDA_HOST | Self::ROCM_HOST | Self::CUDA_MANAGED
+        )
+    }
+}
+
+/// A device: type and ordinal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Device {
+    /// The device type.
+    pub kind: DeviceType,
+    /// The ordinal (0 for CPU, pinned and managed memory).
+    pub id: i32,
+}
+
+impl Device {
+    /// The host CPU.
+    pub const CPU: Self = Self {
+        kind: DeviceType::CPU,
+        id: 0,
+    };
+
+    /// A device of `kind` with ordinal `id`.
+    pub const fn new(kind: DeviceType, id: i32) -> Self {
+        Self { kind, id }
+    }
+
+    /// From the raw `DLDevice`.
+    pub fn from_dl(d: DLDevice) -> Self {
+        Self {
+            kind: DeviceType(d.device_type),
+            id: d.device_id,
+        }
+    }
+
+    /// The raw `DLDevice`.
+    pub fn to_dl(self) -> DLDevice {
+        DLDevice {
+            device_type: self.kind.0,
+            device_id: self.id,
+        }
+    }
+
+    /// True when the host CPU can access the memory directly.
+    pub fn is_host_accessible(self) -> bool {
+        self.kind.is_host_accessible()
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.kind.name(), self.kind) {
+            (_, DeviceType::CPU) if self.id == 0 => f.write_str("cpu"),
+            (Some(name), _) => write!(f, "{name}:{}", self.id),
+            (None, DeviceType(code)) => write!(f, "device{code}:{}", self.id),
+        }
+    }
+}
+
+impl FromStr for Device {
+    type Err = Error;
+
+    /// Parse `"cpu"`, `"cuda"`, `"cuda:1"`, `"oneapi:0"`, `"device14:0"`.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let invalid = || {
+            Error::InvalidArgument(format!(
+            "cannot parse device {s:?}: expected a name such as \"cpu\", \"cuda\" or \"cuda:1\""
+        ))
+        };
+        let text = s.trim().to_ascii_lowercase();
+        let (name, id) = match text.split_once(':') {
+            Some((n, i)) => (n.to_owned(), i.parse::<i32>().map_err(|_| invalid())?),
+            None => (text.clone(), 0),
+        };
+        if id < 0 {
+            return Err(invalid());
+        }
+        let kind = match DeviceType::NAMES.iter().find(|(_, n)| *n == name) {
+            Some((t, _)) => *t,
+            None => match name.strip_prefix("device").map(str::parse::<i32>) {
+                Some(Ok(code)) if code > 0 => DeviceType(code),
+                _ => return Err(invalid()),
+            },
+        };
+        Ok(Self { kind, id })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_print() {
+        for text in [
+            "cpu",
+            "cuda:0",
+            "cuda:1",
+            "oneapi:0",
+            "cuda_host:0",
+            "device42:3",
+        ] {
+            assert_eq!(text.parse::<Device>().unwrap().to_string(), text);
+        }
+        assert_eq!(
+            "cuda".parse::<Device>().unwrap(),
+            Device::new(DeviceType::CUDA, 0)
+        );
+        assert_eq!("CPU:0".parse::<Device>().unwrap(), Device::CPU);
+        for bad in ["", "gpu", "cuda:x", "cuda:-1", "device0", "cuda:1:2"] {
+            assert!(bad.parse::<Device>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn host_access() {
+        assert!(Device::CPU.is_host_accessible());
+        assert!(DeviceType::CUDA_MANAGED.is_host_accessible());
+        assert!(!DeviceType::CUDA.is_host_accessible());
+        assert!(!DeviceType::ONEAPI.is_host_accessible());
+        assert!(!DeviceType(99).is_host_accessible());
+    }
+}

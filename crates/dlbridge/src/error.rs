@@ -1,0 +1,114 @@
+//! The one error type of dlbridge. Every variant knows which Python exception it becomes.
+
+use crate::device::Device;
+
+/// Which Python exception an [`Error`] maps to (the table in DECISIONS.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Valid protocol, but the data cannot be exchanged as asked: `BufferError`.
+    Buffer,
+    /// A bad argument value from the caller: `ValueError`.
+    Value,
+    /// Not an exchangeable object at all: `TypeError`.
+    Type,
+}
+
+/// Everything that can go wrong while importing, exporting or copying a tensor.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A versioned managed tensor of a major version this library does not speak.
+    #[error("DLPack version {major}.{minor} is not supported (this consumer speaks 1.x); upgrade dlbridge or ask the producer for max_version=(1, 3)")]
+    UnsupportedVersion {
+        /// Major version found.
+        major: u32,
+        /// Minor version found.
+        minor: u32,
+    },
+    /// A dtype that DLPack (as known here) cannot describe or that is invalid.
+    #[error("unsupported dtype (code={code}, bits={bits}, lanes={lanes}): {reason}")]
+    UnsupportedDType {
+        /// DLPack type code.
+        code: u8,
+        /// Bits per lane.
+        bits: u8,
+        /// Lanes.
+        lanes: u16,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The consumer's negotiated DLPack version predates the dtype.
+    #[error("dtype {dtype} needs DLPack 1.{needed_minor} but the consumer asked for {asked}; the consumer must pass max_version=(1, {needed_minor}) or newer, or convert the data first")]
+    DTypeNeedsNewerVersion {
+        /// dtype name.
+        dtype: String,
+        /// Minor version of major 1 that introduced it.
+        needed_minor: u32,
+        /// What the consumer asked for, as text.
+        asked: String,
+    },
+    /// A buffer-protocol format or typestr without a DLPack equivalent.
+    #[error("unsupported element format {format:?}: {reason}")]
+    UnsupportedFormat {
+        /// The format string.
+        format: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// Non-native byte order (DLPack is native-endian only).
+    #[error("{what} has non-native byte order; DLPack data is always native-endian: convert it first (e.g. arr.astype(arr.dtype.newbyteorder('=')))")]
+    NonNativeByteOrder {
+        /// What was found.
+        what: String,
+    },
+    /// Shape, strides or offsets that cannot describe real memory.
+    #[error("invalid layout: {0}")]
+    InvalidLayout(String),
+    /// A read-only tensor asked for through a legacy capsule, which cannot carry the flag.
+    #[error("the tensor is read-only and a legacy DLPack capsule cannot say so; ask with max_version=(1, 0) or newer, or pass copy=True for a writable copy")]
+    ReadOnlyLegacy,
+    /// A write access was requested on read-only memory.
+    #[error("the tensor is read-only; request read-only access or make a copy with copy=True")]
+    ReadOnly,
+    /// `copy=False` but the exchange needs a copy.
+    #[error("a copy is needed ({reason}) but copy=False was given; pass copy=None or copy=True")]
+    CopyRequired {
+        /// Why a copy is needed.
+        reason: String,
+    },
+    /// The memory is not reachable from the host CPU.
+    #[error("the data is on {device}, which the host CPU cannot access; pass device=\"cpu\" to copy it to the host")]
+    NotHostAccessible {
+        /// Where the data is.
+        device: Device,
+    },
+    /// A device transfer dlbridge cannot make.
+    #[error("cannot move data from {from} to {to}: {reason}")]
+    UnsupportedDevice {
+        /// Source device.
+        from: Device,
+        /// Requested device.
+        to: Device,
+        /// Why.
+        reason: String,
+    },
+    /// A bad argument value (device string, stream, max_version, order...).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// Allocation failed.
+    #[error("out of memory allocating {0} bytes")]
+    OutOfMemory(usize),
+}
+
+impl Error {
+    /// The Python exception this error becomes.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::InvalidArgument(_) => ErrorKind::Value,
+            _ => ErrorKind::Buffer,
+        }
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,326 @@
+//! Tensor -> `DLManagedTensorVersioned` / `DLManagedTensor`.
+//!
+//! One heap block holds the managed struct, the shape and strides, and a share of the tensor's
+//! owner; `manager_ctx` points at the block and the deleter frees it (dropping the owner share).
+
+use std::ffi::c_void;
+use std::ptr;
+
+use crate::copy::Order;
+use crate::device::DeviceType;
+use crate::error::{Error, Result};
+use crate::ffi::dlpack::{
+    DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, DLPACK_MAJOR_VERSION,
+    DLPACK_MINOR_VERSION, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
+};
+use crate::ffi::managed::ManagedTensor;
+use crate::tensor::{Owner, Tensor};
+
+/// Which managed-tensor flavour a consumer can take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// `DLManagedTensor` (no version, no flags): only for consumers that did not pass
+    /// `max_version` or asked for a major version below 1.
+    Legacy,
+    /// `DLManagedTensorVersioned`; `minor` is the highest minor version (of major 1) the
+    /// consumer understands.
+    Versioned {
+        /// The consumer's highest minor version.
+        minor: u32,
+    },
+}
+
+impl Flavor {
+    /// The flavour to produce for a consumer's `max_version` (`None` = legacy).
+    pub fn for_max_version(max_version: Option<(u32, u32)>) -> Flavor {
+        match max_version {
+            Some((major, minor)) if major >= DLPACK_MAJOR_VERSION => Flavor::Versioned {
+                minor: if major > DLPACK_MAJOR_VERSION {
+                    u32::MAX
+                } else {
+                    minor
+                },
+            },
+            _ => Flavor::Legacy,
+        }
+    }
+}
+
+#[repr(C)]
+struct VersionedBlock {
+    managed: DLManagedTensorVersioned,
+    dims: Box<[i64]>,
+    owner: Owner,
+}
+
+#[repr(C)]
+struct LegacyBlock {
+    managed: DLManagedTensor,
+    dims: Box<[i64]>,
+    owner: Owner,
+}
+
+unsafe extern "C" fn delete_versioned(managed: *mut DLManagedTensorVersioned) {
+    // SAFETY: `managed` is the first field of a repr(C) VersionedBlock leaked by Box::into_raw
+    // in `export`; the DLPack contract calls the deleter exactly once.
+    drop(unsafe { Box::from_raw(managed.cast::<VersionedBlock>()) });
+}
+
+unsafe extern "C" fn delete_legacy(managed: *mut DLManagedTensor) {
+    // SAFETY: as for delete_versioned, with a LegacyBlock.
+    drop(unsafe { Box::from_raw(managed.cast::<LegacyBlock>()) });
+}
+
+/// Devices whose `data` is a real address, so the first element can be put in `data` with
+/// `byte_offset = 0`. For the others (OpenCL, Metal, Vulkan, unknown) `data` may be an opaque
+/// handle and the offset must stay in `byte_offset`.
+fn has_pointer_data(kind: DeviceType) -> bool {
+    matches!(
+        kind,
+        DeviceType::CPU
+            | DeviceType::CUDA
+            | DeviceType::CUDA_HOST
+            | DeviceType::CUDA_MANAGED
+            | DeviceType::ROCM
+            | DeviceType::ROCM_HOST
+            | DeviceType::ONEAPI
+    )
+}
+
+impl Tensor {
+    /// Export as a managed tensor of `flavor` that shares this tensor's memory (zero-copy).
+    ///
+    /// Refused with a BufferError-kind error: a read-only tensor through a legacy capsule, and
+    /// a dtype newer than the consumer's version.
+    pub fn export(&self, flavor: Flavor) -> Result<ManagedTensor> {
+        self.export_flagged(flavor, false)
+    }
+
+    /// Export a fresh host copy in `order`, flagged `IS_COPIED` (the consumer is its only user).
+    pub fn export_copy(&self, flavor: Flavor, order: Order) -> Result<ManagedTensor> {
+        self.copy(order)?.export_flagged(flavor, true)
+    }
+
+    fn export_flagged(&self, flavor: Flavor, is_copied: bool) -> Result<ManagedTensor> {
+        let needed = self
+            .dtype()
+            .min_dlpack_minor()
+            .max(u32::from(self.subbyte_padded()));
+        let asked = match flavor {
+            Flavor::Legacy => None,
+            Flavor::Versioned { minor } => Some(minor),
+        };
+        if needed > 0 && asked.is_none_or(|m| m < needed) {
+            return Err(Error::DTypeNeedsNewerVersion {
+                dtype: self.dtype().name(),
+                needed_minor: needed,
+                asked: asked.map_or("a legacy capsule".to_owned(), |m| {
+                    format!("max_version=(1, {m})")
+                }),
+            });
+        }
+        if flavor == Flavor::Legacy && self.readonly() {
+            return Err(Error::ReadOnlyLegacy);
+        }
+
+        let ndim = self.ndim();
+        let mut dims: Box<[i64]> = self
+            .shape()
+            .iter()
+            .copied()
+            .chain(self.layout().export_strides())
+            .collect();
+        let (shape, strides) = if ndim == 0 {
+            (ptr::null_mut(), ptr::null_mut())
+        } else {
+            let base = dims.as_mut_ptr();
+            // `dims` holds 2 * ndim entries; its heap storage does not move with the Box.
+            (base, base.wrapping_add(ndim))
+        };
+        let (data, byte_offset) = if has_pointer_data(self.device().kind) {
+            (self.data_ptr() as *mut c_void, 0)
+        } else {
+            (self.raw_data(), self.byte_offset())
+        };
+        let dl_tensor = DLTensor {
+            data: if self.size() == 0 && data.is_null() {
+                ptr::null_mut()
+            } else {
+                data
+            },
+            device: self.device().to_dl(),
+            ndim: ndim as i32,
+            dtype: self.dtype().to_dl(),
+            shape,
+            strides,
+            byte_offset,
+        };
+        let owner = self.owner().clone();
+        let managed = match flavor {
+            Flavor::Legacy => {
+                let block = Box::new(LegacyBlock {
+                    managed: DLManagedTensor {
+                        dl_tensor,
+                        manager_ctx: ptr::null_mut(),
+                        deleter: Some(delete_legacy),
+                    },
+                    dims,
+                    owner,
+                });
+                let raw = Box::into_raw(block);
+                // SAFETY: `raw` is a live, uniquely owned block; pointing manager_ctx at itself
+                // is informational only (the deleter recovers the block from `managed`).
+                unsafe { (*raw).managed.manager_ctx = raw.cast() };
+                // SAFETY: a valid legacy managed tensor whose deleter frees it; ownership passes.
+                unsafe { ManagedTensor::from_legacy(raw.cast()) }
+            }
+            Flavor::Versioned { .. } => {
+                let mut flags = 0;
+                if self.readonly() {
+                    flags |= FLAG_READ_ONLY;
+                }
+                if is_copied {
+                    flags |= FLAG_IS_COPIED;
+                }
+                if self.subbyte_padded() {
+                    flags |= FLAG_IS_SUBBYTE_TYPE_PADDED;
+                }
+                let block = Box::new(VersionedBlock {
+                    managed: DLManagedTensorVersioned {
+                        version: DLPackVersion {
+                            major: DLPACK_MAJOR_VERSION,
+                            minor: DLPACK_MINOR_VERSION,
+                        },
+                        manager_ctx: ptr::null_mut(),
+                        deleter: Some(delete_versioned),
+                        flags,
+                        dl_tensor,
+                    },
+                    dims,
+                    owner,
+                });
+                let raw = Box::into_raw(block);
+                // SAFETY: as for the legacy block.
+                unsafe { (*raw).managed.manager_ctx = raw.cast() };
+                // SAFETY: a valid versioned managed tensor whose deleter frees it.
+                unsafe { ManagedTensor::from_versioned(raw.cast()) }
+            }
+        };
+        Ok(managed.expect("Box::into_raw is never NULL"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[test]
+    fn round_trip_versioned_and_legacy() {
+        let t = Tensor::from_vec((0..12).map(|x| x as f64).collect(), &[3, 4]).unwrap();
+        for flavor in [Flavor::Versioned { minor: 3 }, Flavor::Legacy] {
+            let m = t.export(flavor).unwrap();
+            assert_eq!(m.is_versioned(), flavor != Flavor::Legacy);
+            let back = Tensor::from_managed(m).unwrap();
+            assert_eq!(back.shape(), &[3, 4]);
+            assert_eq!(back.strides(), &[4, 1]);
+            assert_eq!(back.data_ptr(), t.data_ptr());
+            assert_eq!(back.to_vec::<f64>().unwrap(), t.to_vec::<f64>().unwrap());
+            // Legacy imports are read-only (DECISIONS); versioned keep the flag.
+            assert_eq!(back.readonly(), flavor == Flavor::Legacy);
+        }
+    }
+
+    #[test]
+    fn readonly_never_through_legacy() {
+        let t = Tensor::from_vec(vec![1u8, 2], &[2])
+            .unwrap()
+            .into_readonly();
+        assert!(matches!(
+            t.export(Flavor::Legacy),
+            Err(Error::ReadOnlyLegacy)
+        ));
+        let back = Tensor::from_managed(t.export(Flavor::Versioned { minor: 0 }).unwrap()).unwrap();
+        assert!(back.readonly());
+    }
+
+    #[test]
+    fn new_dtypes_need_new_versions() {
+        let t = Tensor::from_vec(vec![0u8; 4], &[4]).unwrap();
+        let fp8 = DType::from_name("float8_e4m3fn").unwrap();
+        // SAFETY: same bytes, same owner, one-byte elements.
+        let t = unsafe {
+            Tensor::from_raw_parts(
+                t.raw_data(),
+                0,
+                t.device(),
+                fp8,
+                t.layout().clone(),
+                false,
+                false,
+                t.owner().clone(),
+            )
+        }
+        .unwrap();
+        assert!(matches!(
+            t.export(Flavor::Versioned { minor: 0 }),
+            Err(Error::DTypeNeedsNewerVersion { .. })
+        ));
+        assert!(t.export(Flavor::Legacy).is_err());
+        let m = t.export(Flavor::Versioned { minor: 1 }).unwrap();
+        assert_eq!(Tensor::from_managed(m).unwrap().dtype().code().0, 10);
+    }
+
+    #[test]
+    fn owner_released_once_after_all_exports() {
+        struct Counter(Arc<AtomicUsize>);
+        impl Drop for Counter {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let drops = Arc::new(AtomicUsize::new(0));
+        let values = vec![1.0f32; 4];
+        let layout = crate::layout::Layout::contiguous(&[4], 4).unwrap();
+        // SAFETY: `values` is leaked into the owner below, so it outlives every export.
+        let t = unsafe {
+            let owner: Owner = Arc::new((Counter(drops.clone()), values));
+            let ptr = owner
+                .downcast_ref::<(Counter, Vec<f32>)>()
+                .unwrap()
+                .1
+                .as_ptr();
+            Tensor::from_raw_parts(
+                ptr as *mut c_void,
+                0,
+                crate::Device::CPU,
+                DType::FLOAT32,
+                layout,
+                false,
+                false,
+                owner,
+            )
+            .unwrap()
+        };
+        let a = t.export(Flavor::Versioned { minor: 3 }).unwrap();
+        let b = t.export(Flavor::Legacy).unwrap();
+        drop(t);
+        assert_eq!(drops.load(Ordering::SeqCst), 0);
+        let handle = std::thread::spawn(move || drop(a));
+        handle.join().unwrap();
+        assert_eq!(drops.load(Ordering::SeqCst), 0);
+        drop(b);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn scalar_has_null_shape_and_zero_size_row_major_strides() {
+        let s = Tensor::from_vec(vec![7i64], &[]).unwrap();
+        let m = s.export(Flavor::Versioned { minor: 3 }).unwrap();
+        let back = Tensor::from_managed(m).unwrap();
+        assert_eq!(back.ndim(), 0);
+        assert_eq!(back.to_vec::<i64>().unwrap(), vec![7]);
+    }
+}

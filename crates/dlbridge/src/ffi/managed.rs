@@ -1,0 +1,205 @@
+//! Owning handles for managed tensors that someone else produced, and the one function that
+//! reads and validates their fields.
+
+use std::ffi::c_void;
+use std::ptr::NonNull;
+
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ffi::dlpack::{
+    DLManagedTensor, DLManagedTensorVersioned, DLTensor, DLPACK_MAJOR_VERSION, FLAG_IS_COPIED,
+    FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
+};
+use crate::layout::{Layout, MAX_NDIM};
+
+/// An owned managed tensor (legacy or versioned). Dropping it calls the producer's deleter
+/// exactly once (or nothing when the deleter is NULL).
+#[derive(Debug)]
+pub struct ManagedTensor(Managed);
+
+#[derive(Debug)]
+enum Managed {
+    Versioned(NonNull<DLManagedTensorVersioned>),
+    Legacy(NonNull<DLManagedTensor>),
+}
+
+// SAFETY (Send/Sync): DLPack requires deleters to be callable from any thread (rule O5), and a
+// ManagedTensor only reads the struct, which the producer does not change while it is lent.
+unsafe impl Send for ManagedTensor {}
+// SAFETY: see above; shared access never writes through the pointer.
+unsafe impl Sync for ManagedTensor {}
+
+/// What a validated managed tensor describes.
+#[derive(Debug)]
+pub(crate) struct Described {
+    pub data: *mut c_void,
+    pub byte_offset: u64,
+    pub device: Device,
+    pub dtype: DType,
+    pub layout: Layout,
+    pub readonly: bool,
+    pub is_copied: bool,
+    pub subbyte_padded: bool,
+}
+
+impl ManagedTensor {
+    /// Take ownership of a versioned managed tensor. Returns `None` for a NULL pointer.
+    ///
+    /// # Safety
+    /// `ptr` must point to a `DLManagedTensorVersioned` that stays valid until its deleter is
+    /// called, and ownership (the duty to call the deleter) passes to the returned value.
+    /// Only `version`, `manager_ctx`, `deleter` and `flags` are assumed readable when the
+    /// major version is not 1 (the ABI promise of DLPack).
+    pub unsafe fn from_versioned(ptr: *mut DLManagedTensorVersioned) -> Option<Self> {
+        NonNull::new(ptr).map(|p| Self(Managed::Versioned(p)))
+    }
+
+    /// Take ownership of a legacy managed tensor. Returns `None` for a NULL pointer.
+    ///
+    /// # Safety
+    /// `ptr` must point to a valid `DLManagedTensor` that stays valid until its deleter is
+    /// called, and ownership passes to the returned value.
+    pub unsafe fn from_legacy(ptr: *mut DLManagedTensor) -> Option<Self> {
+        NonNull::new(ptr).map(|p| Self(Managed::Legacy(p)))
+    }
+
+    /// Give ownership back without calling the deleter (the caller becomes responsible).
+    pub fn into_raw(self) -> *mut c_void {
+        let ptr = match self.0 {
+            Managed::Versioned(p) => p.as_ptr().cast(),
+            Managed::Legacy(p) => p.as_ptr().cast(),
+        };
+        std::mem::forget(self);
+        ptr
+    }
+
+    /// True for a versioned (DLPack >= 1.0) tensor.
+    pub fn is_versioned(&self) -> bool {
+        matches!(self.0, Managed::Versioned(_))
+    }
+
+    /// Read and validate every field. Nothing but the version is read when the major version
+    /// is unknown.
+    pub(crate) fn describe(&self) -> Result<Described> {
+        let (t, flags, strides_required): (&DLTensor, u64, bool) = match self.0 {
+            Managed::Versioned(p) => {
+                // SAFETY: from_versioned's contract: the struct is valid while we own it, and
+                // `version` is at the same offset in every major version.
+                let m = unsafe { p.as_ref() };
+                let v = m.version;
+                if v.major != DLPACK_MAJOR_VERSION {
+                    return Err(Error::UnsupportedVersion {
+                        major: v.major,
+                        minor: v.minor,
+                    });
+                }
+                (&m.dl_tensor, m.flags, v.minor >= 2)
+            }
+            Managed::Legacy(p) => {
+                // SAFETY: from_legacy's contract: the struct is valid while we own it.
+                let m = unsafe { p.as_ref() };
+                // A legacy capsule cannot say whether writes are allowed: read-only (DECISIONS).
+                (&m.dl_tensor, FLAG_READ_ONLY, false)
+            }
+        };
+        let dtype = DType::from_dl(t.dtype)?;
+        let ndim = usize::try_from(t.ndim)
+            .ok()
+            .filter(|n| *n <= MAX_NDIM)
+            .ok_or_else(|| {
+                Error::InvalidLayout(format!("ndim {} is out of range 0..={MAX_NDIM}", t.ndim))
+            })?;
+        let shape: &[i64] = if ndim == 0 {
+            &[]
+        } else if t.shape.is_null() {
+            return Err(Error::InvalidLayout(format!(
+                "shape is NULL but ndim is {ndim}"
+            )));
+        } else {
+            // SAFETY: a valid DLTensor has `ndim` readable shape entries when shape is non-NULL.
+            unsafe { std::slice::from_raw_parts(t.shape, ndim) }
+        };
+        let strides: Option<&[i64]> = if ndim == 0 {
+            None
+        } else if t.strides.is_null() {
+            if strides_required {
+                return Err(Error::InvalidLayout(
+                    "strides is NULL, which DLPack 1.2+ forbids for ndim > 0".to_owned(),
+                ));
+            }
+            None
+        } else {
+            // SAFETY: a valid DLTensor has `ndim` readable stride entries when non-NULL.
+            Some(unsafe { std::slice::from_raw_parts(t.strides, ndim) })
+        };
+        let itemsize = dtype.itemsize();
+        let layout = Layout::new(shape, strides, itemsize)?;
+        let device = Device::from_dl(t.device);
+        if t.data.is_null() && layout.size() > 0 {
+            return Err(Error::InvalidLayout(format!(
+                "data is NULL but the tensor has {} elements",
+                layout.size()
+            )));
+        }
+        if device.is_host_accessible() && layout.size() > 0 {
+            check_address_range(t.data as usize, t.byte_offset, &layout, itemsize)?;
+        }
+        Ok(Described {
+            data: t.data,
+            byte_offset: t.byte_offset,
+            device,
+            dtype,
+            layout,
+            readonly: flags & FLAG_READ_ONLY != 0,
+            is_copied: flags & FLAG_IS_COPIED != 0,
+            subbyte_padded: flags & FLAG_IS_SUBBYTE_TYPE_PADDED != 0,
+        })
+    }
+}
+
+/// Every byte the layout reaches from `base + byte_offset` must be a real address.
+pub(crate) fn check_address_range(
+    base: usize,
+    byte_offset: u64,
+    layout: &Layout,
+    itemsize: usize,
+) -> Result<()> {
+    let overflow =
+        || Error::InvalidLayout("data pointer plus offsets overflows the address space".to_owned());
+    let first = usize::try_from(byte_offset)
+        .ok()
+        .and_then(|o| base.checked_add(o))
+        .ok_or_else(overflow)?;
+    let itemsize = itemsize as i128;
+    let lo = first as i128 + i128::from(layout.min_offset()) * itemsize;
+    let hi = first as i128 + (i128::from(layout.max_offset()) + 1) * itemsize;
+    if lo < 0 || hi > isize::MAX as i128 {
+        return Err(overflow());
+    }
+    Ok(())
+}
+
+impl Drop for ManagedTensor {
+    fn drop(&mut self) {
+        match self.0 {
+            Managed::Versioned(p) => {
+                // SAFETY: we own the tensor; `deleter` is at a fixed offset in every major
+                // version, and it is called exactly once (this drop), then never touched again.
+                unsafe {
+                    if let Some(deleter) = (*p.as_ptr()).deleter {
+                        deleter(p.as_ptr());
+                    }
+                }
+            }
+            Managed::Legacy(p) => {
+                // SAFETY: we own the tensor and call its deleter exactly once.
+                unsafe {
+                    if let Some(deleter) = (*p.as_ptr()).deleter {
+                        deleter(p.as_ptr());
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! The C ABI layer: struct mirrors and the code that reads foreign structs. All `unsafe` that
+//! touches producer memory lives here.
+
+pub mod dlpack;
+pub mod managed;

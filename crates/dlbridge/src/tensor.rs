@@ -1,0 +1,328 @@
+//! [`Tensor`]: an owned, validated description of array memory plus what keeps it alive.
+
+use std::any::Any;
+use std::ffi::c_void;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ffi::managed::{check_address_range, Described, ManagedTensor};
+use crate::layout::Layout;
+
+/// Something that keeps a tensor's memory alive; dropped when the last tensor or export using
+/// the memory is gone (on any thread).
+pub type Owner = Arc<dyn Any + Send + Sync>;
+
+/// An owned, validated view of array memory: device, dtype, layout (strides in elements), flags,
+/// and the owner that keeps the memory alive.
+///
+/// Cloning is cheap and shares the memory. The owner (for an imported managed tensor, the
+/// producer's deleter) is released exactly once, when the last clone and the last export are
+/// dropped.
+#[derive(Clone)]
+pub struct Tensor {
+    data: *mut c_void,
+    byte_offset: u64,
+    device: Device,
+    dtype: DType,
+    layout: Layout,
+    readonly: bool,
+    is_copied: bool,
+    subbyte_padded: bool,
+    owner: Owner,
+}
+
+// SAFETY (Send/Sync): the raw `data` pointer is only a description; the memory it points to is
+// kept alive by `owner`, which is Send + Sync, and a Tensor never writes through the pointer
+// itself (writes happen only through explicitly unsafe or `&mut`-gated APIs of the copy module).
+unsafe impl Send for Tensor {}
+// SAFETY: see above.
+unsafe impl Sync for Tensor {}
+
+/// Rust element types that may be viewed in place (every bit pattern is a valid value).
+pub trait Element: Copy + Send + Sync + 'static {
+    /// The matching dtype.
+    const DTYPE: DType;
+}
+
+macro_rules! element {
+    ($($t:ty => $d:ident),* $(,)?) => { $(impl Element for $t { const DTYPE: DType = DType::$d; })* };
+}
+element!(
+    i8 => INT8, i16 => INT16, i32 => INT32, i64 => INT64,
+    u8 => UINT8, u16 => UINT16, u32 => UINT32, u64 => UINT64,
+    f32 => FLOAT32, f64 => FLOAT64, half::f16 => FLOAT16, half::bf16 => BFLOAT16,
+);
+
+impl Tensor {
+    /// Import a managed tensor. On failure the tensor is dropped, so its deleter still runs.
+    pub fn from_managed(managed: ManagedTensor) -> Result<Self> {
+        let described = managed.describe()?;
+        Ok(Self::from_described(described, Arc::new(managed)))
+    }
+
+    pub(crate) fn from_described(d: Described, owner: Owner) -> Self {
+        Self {
+            data: d.data,
+            byte_offset: d.byte_offset,
+            device: d.device,
+            dtype: d.dtype,
+            layout: d.layout,
+            readonly: d.readonly,
+            is_copied: d.is_copied,
+            subbyte_padded: d.subbyte_padded,
+            owner,
+        }
+    }
+
+    /// A host tensor that owns `values`, C-contiguous with `shape`.
+    pub fn from_vec<T: Element>(values: Vec<T>, shape: &[i64]) -> Result<Self> {
+        let layout = Layout::contiguous(shape, std::mem::size_of::<T>())?;
+        if layout.size() != values.len() {
+            return Err(Error::InvalidArgument(format!(
+                "shape {shape:?} holds {} elements but {} were given",
+                layout.size(),
+                values.len()
+            )));
+        }
+        let data = values.as_ptr() as *mut c_void;
+        Ok(Self {
+            data,
+            byte_offset: 0,
+            device: Device::CPU,
+            dtype: T::DTYPE,
+            layout,
+            readonly: false,
+            is_copied: true,
+            subbyte_padded: false,
+            owner: Arc::new(values),
+        })
+    }
+
+    /// Describe memory that `owner` keeps alive.
+    ///
+    /// # Safety
+    /// For as long as `owner` lives, `data + byte_offset` plus every element offset of `layout`
+    /// (times the item size of `dtype`) must address valid memory of `device`, writable unless
+    /// `readonly` is true.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn from_raw_parts(
+        data: *mut c_void,
+        byte_offset: u64,
+        device: Device,
+        dtype: DType,
+        layout: Layout,
+        readonly: bool,
+        is_copied: bool,
+        owner: Owner,
+    ) -> Result<Self> {
+        if data.is_null() && layout.size() > 0 {
+            return Err(Error::InvalidLayout(
+                "data is NULL for a non-empty tensor".to_owned(),
+            ));
+        }
+        if device.is_host_accessible() && layout.size() > 0 {
+            check_address_range(data as usize, byte_offset, &layout, dtype.itemsize())?;
+        }
+        Ok(Self {
+            data,
+            byte_offset,
+            device,
+            dtype,
+            layout,
+            readonly,
+            is_copied,
+            subbyte_padded: false,
+            owner,
+        })
+    }
+
+    /// The base pointer as received (may be an opaque handle on some devices).
+    pub fn raw_data(&self) -> *mut c_void {
+        self.data
+    }
+    /// Bytes from [`Tensor::raw_data`] to the first element.
+    pub fn byte_offset(&self) -> u64 {
+        self.byte_offset
+    }
+    /// Address of the first element: `data + byte_offset`.
+    pub fn data_ptr(&self) -> usize {
+        (self.data as usize).wrapping_add(self.byte_offset as usize)
+    }
+    /// Where the memory lives.
+    pub fn device(&self) -> Device {
+        self.device
+    }
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+    /// Shape and strides.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    /// Extents.
+    pub fn shape(&self) -> &[i64] {
+        self.layout.shape()
+    }
+    /// Strides in elements.
+    pub fn strides(&self) -> &[i64] {
+        self.layout.strides()
+    }
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.layout.ndim()
+    }
+    /// Number of elements.
+    pub fn size(&self) -> usize {
+        self.layout.size()
+    }
+    /// Bytes per element.
+    pub fn itemsize(&self) -> usize {
+        self.dtype.itemsize()
+    }
+    /// Bytes the elements occupy (packed for sub-byte dtypes unless padded).
+    pub fn nbytes(&self) -> usize {
+        if self.dtype.is_subbyte() && !self.subbyte_padded {
+            self.dtype.packed_nbytes(self.size()).unwrap_or(usize::MAX)
+        } else {
+            self.size() * self.itemsize()
+        }
+    }
+    /// True when the memory must not be written through this tensor.
+    pub fn readonly(&self) -> bool {
+        self.readonly
+    }
+    /// True when the memory is a copy made for this tensor, aliased by no one else.
+    pub fn is_copied(&self) -> bool {
+        self.is_copied
+    }
+    /// True for sub-byte dtypes stored one element per byte.
+    pub fn subbyte_padded(&self) -> bool {
+        self.subbyte_padded
+    }
+    /// Row-major dense.
+    pub fn is_c_contiguous(&self) -> bool {
+        self.layout.is_c_contiguous()
+    }
+    /// Column-major dense.
+    pub fn is_f_contiguous(&self) -> bool {
+        self.layout.is_f_contiguous()
+    }
+    /// True when the first element's address is a multiple of the item size (capped at 16).
+    pub fn is_aligned(&self) -> bool {
+        let align = self.itemsize().clamp(1, 16);
+        self.size() == 0 || self.data_ptr() % align == 0
+    }
+    /// The owner keeping the memory alive.
+    pub fn owner(&self) -> &Owner {
+        &self.owner
+    }
+
+    /// The same memory, marked read-only.
+    pub fn into_readonly(mut self) -> Self {
+        self.readonly = true;
+        self
+    }
+
+    /// The tensor's elements as a slice, when it is a C-contiguous, aligned host tensor of `T`.
+    pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
+        self.check_view::<T>()?;
+        if !self.is_c_contiguous() {
+            return Err(Error::CopyRequired {
+                reason: "the tensor is not C-contiguous".to_owned(),
+            });
+        }
+        if self.size() == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: host-accessible, aligned, C-contiguous memory of `size` elements of T, valid
+        // while `self` (and so its owner) lives; every bit pattern is a valid T (Element).
+        Ok(unsafe { std::slice::from_raw_parts(self.data_ptr() as *const T, self.size()) })
+    }
+
+    /// The bytes of a C-contiguous, host-accessible tensor (padded or packed as stored).
+    pub fn host_bytes(&self) -> Result<&[u8]> {
+        if !self.device.is_host_accessible() {
+            return Err(Error::NotHostAccessible {
+                device: self.device,
+            });
+        }
+        if !self.is_c_contiguous() {
+            return Err(Error::CopyRequired {
+                reason: "the tensor is not C-contiguous".to_owned(),
+            });
+        }
+        if self.nbytes() == 0 {
+            return Ok(&[]);
+        }
+        // SAFETY: host-accessible, C-contiguous memory of `nbytes` bytes starting at the first
+        // element, valid while `self` (and so its owner) lives.
+        Ok(unsafe { std::slice::from_raw_parts(self.data_ptr() as *const u8, self.nbytes()) })
+    }
+
+    /// Every element in row-major order, copied out (any strides).
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.check_view::<T>()?;
+        let mut out = Vec::with_capacity(self.size());
+        crate::copy::for_each_offset(&self.layout, |offset| {
+            // SAFETY: the layout was validated against this memory; `offset` is an element
+            // offset it reaches, and the data is host-accessible and aligned for T.
+            out.push(unsafe { *(self.data_ptr() as *const T).offset(offset as isize) });
+        });
+        Ok(out)
+    }
+
+    fn check_view<T: Element>(&self) -> Result<()> {
+        if !self.device.is_host_accessible() {
+            return Err(Error::NotHostAccessible {
+                device: self.device,
+            });
+        }
+        if self.dtype != T::DTYPE {
+            return Err(Error::InvalidArgument(format!(
+                "the tensor holds {} but {} was asked for",
+                self.dtype,
+                T::DTYPE
+            )));
+        }
+        if !self.is_aligned() {
+            return Err(Error::CopyRequired {
+                reason: "the data is not aligned to its item size".to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tensor")
+            .field("shape", &self.shape())
+            .field("strides", &self.strides())
+            .field("dtype", &self.dtype.name())
+            .field("device", &self.device.to_string())
+            .field("readonly", &self.readonly)
+            .field("is_copied", &self.is_copied)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn from_vec_and_views() {
+        let t = Tensor::from_vec((0..12).map(|x| x as f32).collect(), &[3, 4]).unwrap();
+        assert_eq!(t.shape(), &[3, 4]);
+        assert_eq!(t.strides(), &[4, 1]);
+        assert_eq!(t.as_slice::<f32>().unwrap()[5], 5.0);
+        assert!(t.as_slice::<f64>().is_err());
+        assert!(Tensor::from_vec(vec![1u8, 2, 3], &[2, 2]).is_err());
+        assert_eq!(t.nbytes(), 48);
+        assert!(t.is_copied() && !t.readonly());
+    }
+}

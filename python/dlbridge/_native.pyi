@@ -1,0 +1,133 @@
+"""Type stubs for the native extension of dlbridge (built from crates/dlbridge-py)."""
+
+from typing import Any, Literal
+
+__version__: str
+
+#: Highest DLPack version dlbridge speaks (producer and consumer).
+DLPACK_VERSION: tuple[int, int]
+
+class DType:
+    """An element type: DLPack code, bits per lane and lanes.
+
+    Compares equal to its name (``DType("float32") == "float32"``) and to other DTypes.
+    """
+
+    def __init__(self, name: str) -> None:
+        """Look a dtype up by its NumPy / ml_dtypes name; ValueError if unknown."""
+    @property
+    def name(self) -> str:
+        """The NumPy / ml_dtypes name, e.g. ``"float32"``, ``"bfloat16"``, ``"float8_e4m3fn"``."""
+    @property
+    def code(self) -> int:
+        """The DLPack type code (``kDLFloat`` = 2, ...)."""
+    @property
+    def bits(self) -> int:
+        """Bits per lane."""
+    @property
+    def lanes(self) -> int:
+        """Number of SIMD lanes (1 for scalars)."""
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element (``ceil(bits * lanes / 8)``)."""
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+class Device:
+    """A device: DLPack device type and ordinal.
+
+    Compares equal to its string form (``"cpu"``, ``"cuda:1"``, ``"oneapi:0"``), to other
+    Devices and to ``(type, id)`` tuples.
+    """
+
+    def __init__(self, device: "str | tuple[int, int] | Device") -> None:
+        """Parse ``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``(type, id)`` tuple; ValueError if invalid."""
+    @property
+    def type(self) -> int:
+        """The DLPack device type (``kDLCPU`` = 1, ``kDLCUDA`` = 2, ``kDLOneAPI`` = 14, ...)."""
+    @property
+    def id(self) -> int:
+        """The device ordinal."""
+    @property
+    def name(self) -> str:
+        """The device kind name (``"cpu"``, ``"cuda"``, ``"cuda_host"``, ``"oneapi"``...)."""
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(type, id)``."""
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+class Tensor:
+    """An owned, validated view of array memory: device, dtype, shape, strides, flags and the
+    owner that keeps the memory alive.
+
+    ``Tensor(x, *, device=None, copy=None)`` is ``from_dlpack(x, device=device, copy=copy)``.
+    """
+
+    def __init__(self, x: Any, *, device: Any = None, copy: bool | None = None) -> None: ...
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Extents of each dimension."""
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Strides in elements (DLPack convention), not bytes."""
+    @property
+    def dtype(self) -> DType:
+        """The element type."""
+    @property
+    def device(self) -> Device:
+        """Where the memory lives."""
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+    @property
+    def nbytes(self) -> int:
+        """Bytes covered by the elements (``size * itemsize``; packed for sub-byte dtypes)."""
+    @property
+    def readonly(self) -> bool:
+        """True when the memory must not be written through this tensor."""
+    @property
+    def is_copied(self) -> bool:
+        """True when this tensor's memory is a copy made for it (no one else aliases it)."""
+    @property
+    def data_ptr(self) -> int:
+        """Address of the first element (data + byte_offset)."""
+    @property
+    def is_c_contiguous(self) -> bool:
+        """Row-major dense (dims of extent <= 1 ignored)."""
+    @property
+    def is_f_contiguous(self) -> bool:
+        """Column-major dense (dims of extent <= 1 ignored)."""
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        """NumPy array interface v3 (CPU-accessible tensors only; BufferError otherwise)."""
+    def tolist(self) -> Any:
+        """Nested lists of Python scalars (CPU-accessible tensors with a Python scalar type)."""
+    def copy(self, order: Literal["C", "F"] = "C") -> "Tensor":
+        """A new, writable, C- (or F-) contiguous copy with ``is_copied`` set."""
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """Export as a DLPack capsule (versioned when ``max_version >= (1, 0)``, legacy otherwise)."""
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(device_type, device_id)`` of the memory."""
+    def __buffer__(self, flags: int, /) -> memoryview: ...
+    def __len__(self) -> int: ...
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Tensor:
+    """Import any array-like as a Tensor, zero-copy when possible.
+
+    Tries, in order: dlbridge Tensor, ``__dlpack__`` (versioned, legacy fallback), a raw DLPack
+    capsule, the buffer protocol and ``__array_interface__``. ``copy=True`` always copies,
+    ``copy=False`` never does (BufferError if it must), ``copy=None`` copies only when needed.
+    """

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Everything CI checks, in order, stopping at the first failure:
+#   bash scripts/test.sh [PYTEST ARGS...]
+#
+#   0. scripts/bootstrap.sh (venv, test dependencies, maturin develop --release);
+#      skip it with DLBRIDGE_SKIP_BOOTSTRAP=1
+#   1. cargo fmt --all -- --check
+#   2. cargo clippy --workspace --all-targets --all-features -- -D warnings
+#      cargo clippy -p dlbridge --all-targets -- -D warnings   (the pure-Rust build)
+#   3. cargo test --workspace --exclude dlbridge-py --all-features
+#      (dlbridge-py is a cdylib built with pyo3's extension-module: its test harness
+#      cannot link against libpython; it is covered by clippy and by pytest)
+#   4. python -m pytest [PYTEST ARGS...]  with the venv's python and scripts/env.sh
+#      (dpnp's SYCL device); a per-test --timeout (DLBRIDGE_PYTEST_TIMEOUT, default 300 s)
+#      comes first, so a --timeout in the arguments overrides it.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+
+step() {
+    printf '\n==> %s\n' "$*"
+    local start=$SECONDS
+    "$@"
+    printf '<== ok (%ss): %s\n' "$((SECONDS - start))" "$1 ${2:-}"
+}
+
+if [ "${DLBRIDGE_SKIP_BOOTSTRAP:-0}" != 1 ]; then
+    step bash scripts/bootstrap.sh
+fi
+
+VENV="$(. scripts/env.sh && printf '%s' "$DLBRIDGE_VENV")"
+PY="$VENV/bin/python"
+if [ ! -x "$PY" ]; then
+    echo "test.sh: no venv at $VENV; run: bash scripts/bootstrap.sh" >&2
+    exit 1
+fi
+# the same interpreter for every pyo3 build (maturin, clippy, test): no needless rebuilds
+export PYO3_PYTHON="$PY"
+
+step cargo fmt --all -- --check
+step cargo clippy --workspace --all-targets --all-features -- -D warnings
+step cargo clippy -p dlbridge --all-targets -- -D warnings
+
+# Rust tests with the "pyo3" feature link libpython: load the one the venv was made from.
+PY_LIBDIR="$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") or "")')"
+# shellcheck disable=SC2031  # a prefix assignment for this one command, on purpose
+LD_LIBRARY_PATH="$PY_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    step cargo test --workspace --exclude dlbridge-py --all-features
+
+"$PY" - <<'PYEOF'
+from importlib import metadata
+names = ["dlbridge", "numpy", "torch", "jax", "jaxlib", "pyarrow", "nanoarrow", "arro3-core",
+         "array-api-strict", "apache-tvm-ffi", "ml_dtypes", "dpnp", "dpctl", "intel-opencl-rt",
+         "hypothesis", "pytest"]
+def v(n):
+    try:
+        return metadata.version(n)
+    except metadata.PackageNotFoundError:
+        return "-"
+print("\npeers: " + ", ".join(f"{n} {v(n)}" for n in names))
+PYEOF
+
+# last, and exec'd, so that pytest's summary is the run's closing line and its exit
+# code (including 5, "no tests collected") is the script's
+printf '\n==> pytest %s\n' "$*"
+exec "$REPO/scripts/run.sh" python -m pytest --timeout="${DLBRIDGE_PYTEST_TIMEOUT:-300}" "$@"

@@ -1,0 +1,210 @@
+"""Deterministic data, the layout catalogue and comparison helpers shared by the tests."""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Callable
+
+import numpy as np
+
+# dtypes NumPy can exchange through DLPack (NumPy refuses ml_dtypes' bfloat16 / float8).
+NUMPY_DTYPES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
+
+#: DLPack (code, bits) of each NumPy dtype name.
+DLPACK_CODE = {
+    "bool": (6, 8),
+    "int8": (0, 8),
+    "int16": (0, 16),
+    "int32": (0, 32),
+    "int64": (0, 64),
+    "uint8": (1, 8),
+    "uint16": (1, 16),
+    "uint32": (1, 32),
+    "uint64": (1, 64),
+    "float16": (2, 16),
+    "float32": (2, 32),
+    "float64": (2, 64),
+    "bfloat16": (4, 16),
+    "complex64": (5, 64),
+    "complex128": (5, 128),
+    "float8_e4m3fn": (10, 8),
+    "float8_e5m2": (12, 8),
+}
+
+#: Buffer-protocol format letters that are acceptable for each dtype (native order/size).
+_LONG = struct.calcsize("l")
+BUFFER_FORMATS = {
+    "bool": {"?"},
+    "int8": {"b"},
+    "int16": {"h"},
+    "int32": {"i"} | ({"l"} if _LONG == 4 else set()),
+    "int64": {"q"} | ({"l"} if _LONG == 8 else set()) | {"n"},
+    "uint8": {"B"},
+    "uint16": {"H"},
+    "uint32": {"I"} | ({"L"} if _LONG == 4 else set()),
+    "uint64": {"Q"} | ({"L"} if _LONG == 8 else set()) | {"N"},
+    "float16": {"e"},
+    "float32": {"f"},
+    "float64": {"d"},
+    "complex64": {"Zf"},
+    "complex128": {"Zd"},
+}
+
+
+def np_dtype_of(name: str) -> np.dtype:
+    """NumPy dtype for a dlbridge dtype name (bfloat16 / float8 through ml_dtypes)."""
+    if name == "bfloat16" or name.split("_")[0] in ("float8", "float6", "float4"):
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
+
+
+def make(dtype: str | np.dtype, shape: tuple[int, ...], order: str = "C") -> np.ndarray:
+    """A deterministic array: distinct-ish values, exactly representable in every dtype."""
+    dt = np.dtype(dtype) if not isinstance(dtype, str) else np_dtype_of(dtype)
+    n = math.prod(shape)
+    v = np.arange(n, dtype=np.int64)
+    if dt.kind == "b":
+        a = (v % 3) == 0
+    elif dt.kind == "c":
+        a = (v % 50).astype(np.float64) + 1j * ((v % 7) - 3).astype(np.float64)
+    elif dt.kind == "u":
+        a = (v % 200) + (v % 3)
+    elif dt.kind == "i":
+        a = (v % 100) - 50
+    else:  # float, bfloat16, float8
+        a = ((v % 16) - 8).astype(np.float64) * 0.5
+    return np.asarray(a).astype(dt).reshape(shape, order=order)
+
+
+def _contig(dtype, shape):
+    return make(dtype, shape)
+
+
+#: Layout name -> factory(dtype) -> numpy array (a view; its base keeps the memory alive).
+#: Comments name the CASES.md rows a layout stands for.
+LAYOUTS: dict[str, Callable[[str], np.ndarray]] = {
+    "contiguous": lambda dt: make(dt, (3, 4)),
+    "transposed": lambda dt: make(dt, (3, 4)).T,
+    "neg_cols": lambda dt: make(dt, (3, 4))[:, ::-1],  # C1: strides (4, -1) elements
+    "neg_rows": lambda dt: make(dt, (4, 3))[::-1],
+    "step": lambda dt: make(dt, (12,))[::2],
+    "step2d": lambda dt: make(dt, (4, 6))[::2, ::3],
+    "fortran": lambda dt: make(dt, (4, 250), order="F"),  # C3
+    "scalar0d": lambda dt: make(dt, ()),  # C8
+    "zero_size": lambda dt: make(dt, (0, 3)),  # C9
+    "zero_size_wide": lambda dt: make(dt, (0, 2048)),  # C10
+    "size1_dims": lambda dt: make(dt, (3, 1, 6, 2)),  # C5
+    "size1_leading": lambda dt: make(dt, (1, 3, 5, 5)),  # C4 (small)
+    "offset": lambda dt: make(dt, (4, 6))[1:, 2:],
+    "offset_1d": lambda dt: make(dt, (10,))[3:],
+}
+
+#: Layouts whose strides can only be expressed with negative numbers.
+NEGATIVE_LAYOUTS = {"neg_cols", "neg_rows"}
+#: Layouts that are neither C nor F contiguous (step / offset-in-row / negative).
+NON_COMPACT_LAYOUTS = {"neg_cols", "neg_rows", "step", "step2d", "offset"}
+
+
+def element_strides(arr: np.ndarray) -> tuple[int, ...]:
+    """NumPy byte strides converted to elements."""
+    return tuple(s // arr.itemsize for s in arr.strides)
+
+
+def assert_strides_equivalent(got: tuple[int, ...], arr: np.ndarray) -> None:
+    """Strides (in elements) agree with ``arr`` on every dim that matters.
+
+    Strides of dims with extent <= 1 are meaningless (exporters normalise them), and a
+    zero-size array has no meaningful strides at all.
+    """
+    assert len(got) == arr.ndim
+    if arr.size == 0:
+        return
+    want = element_strides(arr)
+    for i, n in enumerate(arr.shape):
+        if n > 1:
+            assert got[i] == want[i], f"dim {i}: strides {got} vs numpy {want}"
+
+
+def assert_tensor_like(t, arr: np.ndarray, *, shared: bool | None = True) -> None:
+    """``t`` (a dlbridge.Tensor) describes the same array as ``arr``.
+
+    shared=True: same memory (data_ptr equal); shared=False: different memory; None: don't care.
+    """
+    assert tuple(t.shape) == arr.shape
+    assert t.ndim == arr.ndim
+    assert t.size == arr.size
+    assert t.dtype == arr.dtype.name, f"{t.dtype!r} != {arr.dtype.name}"
+    assert t.itemsize == arr.itemsize
+    assert t.nbytes == arr.nbytes
+    assert t.device == "cpu"
+    if shared:
+        assert_strides_equivalent(tuple(t.strides), arr)
+    if shared is not None:
+        if arr.size > 0:
+            if shared:
+                assert t.data_ptr == arr.ctypes.data, "expected zero-copy (same data pointer)"
+            else:
+                assert t.data_ptr != arr.ctypes.data, "expected a copy (different memory)"
+
+
+def assert_values_equal(got, want) -> None:
+    """Element-wise equality, dtype and shape included (NaN-free data)."""
+    got = np.asarray(got)
+    want = np.asarray(want)
+    assert got.shape == want.shape
+    assert got.dtype == want.dtype, f"{got.dtype} != {want.dtype}"
+    np.testing.assert_array_equal(got, want, strict=True)
+
+
+def byte_span(arr: np.ndarray) -> tuple[int, int]:
+    """[lo, hi) byte range covered by the elements of ``arr``."""
+    if arr.size == 0:
+        return (arr.ctypes.data, arr.ctypes.data)
+    lo = hi = arr.ctypes.data
+    for n, s in zip(arr.shape, arr.strides):
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+    return lo, hi + arr.itemsize
+
+
+def import_or_peer_limitation(peer_name: str, consume, tensor, reference: np.ndarray):
+    """``consume(tensor)`` (a peer's from_dlpack of a dlbridge Tensor).
+
+    If it raises, check whether the peer also refuses the equivalent NumPy array (the
+    reference); if so the failure is the peer's limitation and the test is xfailed with the
+    peer's own message. If the peer takes the NumPy array but not the dlbridge Tensor, the
+    exception propagates: that is a dlbridge failure.
+    """
+    import pytest
+
+    try:
+        return consume(tensor)
+    except Exception as exc_dlbridge:  # noqa: BLE001
+        try:
+            consume(reference)
+        except Exception as exc_direct:  # noqa: BLE001
+            pytest.xfail(
+                f"peer limitation: {peer_name} also refuses the NumPy array directly "
+                f"({type(exc_direct).__name__}: {str(exc_direct)[:160]})"
+            )
+        raise exc_dlbridge

@@ -1,0 +1,750 @@
+"""dlbridge.from_dlpack: every accepted source, version negotiation, and hostile capsules.
+
+Hostile capsules are built with ctypes (``dlpack_ctypes.py``); each checks that the producer's
+deleter runs exactly once, whether the import succeeds or fails.
+"""
+
+from __future__ import annotations
+
+import array
+import threading
+
+import numpy as np
+import pytest
+
+import dlbridge
+from dlb_testing import assert_tensor_like, assert_values_equal, make
+from dlpack_ctypes import (
+    FLAG_IS_COPIED,
+    FLAG_READ_ONLY,
+    FakeManagedTensor,
+    FakeProducer,
+    c_strides,
+    capsule_name,
+    rename_capsule,
+)
+
+
+def _fake(arr: np.ndarray, **kw) -> FakeManagedTensor:
+    """A FakeManagedTensor describing numpy array ``arr`` (its strides, dtype, data pointer)."""
+    kw.setdefault("shape", arr.shape)
+    kw.setdefault("strides", tuple(s // arr.itemsize for s in arr.strides))
+    kw.setdefault("dtype", arr.dtype.name)
+    return FakeManagedTensor(data=arr, **kw)
+
+
+# --------------------------------------------------------------------------------------------
+# C46: every kind of source
+# --------------------------------------------------------------------------------------------
+class ArrayInterfaceOnly:
+    """Only ``__array_interface__`` (keeps the backing array alive)."""
+
+    def __init__(self, arr):
+        self._arr = arr
+        self.__array_interface__ = arr.__array_interface__
+
+
+def test_c46_array_object():  # C46
+    a = make("float32", (2, 3))
+    assert_tensor_like(dlbridge.from_dlpack(a), a)
+
+
+def test_c46_legacy_capsule(collect):  # C46
+    a = make("float32", (2, 3))
+    fake = _fake(a, versioned=False)
+    cap = fake.capsule()
+    t = dlbridge.from_dlpack(cap)
+    assert capsule_name(cap) == "used_dltensor"
+    assert_tensor_like(t, a)
+    assert t.readonly  # DECISIONS: legacy imports are read-only
+    assert fake.deleter_calls == 0
+    del cap
+    collect()
+    assert fake.deleter_calls == 0  # the tensor still owns it
+    del t
+    collect()
+    assert fake.finalize() == 1
+
+
+def test_c46_versioned_capsule(collect):  # C46
+    a = make("int16", (4,))
+    fake = _fake(a)
+    cap = fake.capsule()
+    t = dlbridge.from_dlpack(cap)
+    assert capsule_name(cap) == "used_dltensor_versioned"
+    assert_tensor_like(t, a)
+    assert not t.readonly
+    del cap, t
+    collect()
+    assert fake.finalize() == 1
+
+
+def test_c46_memoryview():  # C46
+    a = make("float64", (3, 4))
+    t = dlbridge.from_dlpack(memoryview(a))
+    assert_tensor_like(t, a)
+    assert not t.readonly
+
+
+def test_c46_list_is_type_error():  # C46
+    with pytest.raises(TypeError) as ei:
+        dlbridge.from_dlpack([1.0, 2.0, 3.0])
+    msg = str(ei.value)
+    assert "list" in msg
+    # the message names the protocols tried
+    assert "__dlpack__" in msg
+    assert "buffer" in msg.lower()
+    assert "__array_interface__" in msg
+
+
+@pytest.mark.parametrize("obj", [1, 2.5, None, object(), "abc", {"a": 1}, (1, 2)])
+def test_not_exchangeable_is_type_error(obj):
+    with pytest.raises(TypeError) as ei:
+        dlbridge.from_dlpack(obj)
+    assert "__dlpack__" in str(ei.value)
+    with pytest.raises(TypeError):
+        dlbridge.Tensor(obj)
+
+
+def test_str_is_not_a_buffer():
+    # str has no buffer protocol; bytes does
+    with pytest.raises(TypeError):
+        dlbridge.from_dlpack("hello")
+
+
+@pytest.mark.parametrize(
+    "obj, dtype, values",
+    [
+        (b"\x01\x02\x03", "uint8", [1, 2, 3]),
+        (bytearray(b"\x04\x05"), "uint8", [4, 5]),
+        (array.array("i", [1, -2, 3]), "int32", [1, -2, 3]),
+        (array.array("d", [1.5, 2.5]), "float64", [1.5, 2.5]),
+        (array.array("h", [7]), "int16", [7]),
+        (array.array("Q", [2**64 - 1]), "uint64", [2**64 - 1]),
+        (array.array("f", []), "float32", []),
+    ],
+)
+def test_buffer_protocol_sources(obj, dtype, values):
+    t = dlbridge.from_dlpack(obj)
+    assert t.dtype == dtype
+    assert t.shape == (len(values),)
+    assert t.tolist() == values
+    mv = memoryview(obj)
+    if len(values):
+        assert t.data_ptr == np.frombuffer(mv, dtype=dtype).ctypes.data  # zero-copy
+    assert t.readonly is mv.readonly
+
+
+def test_bytes_is_readonly_bytearray_is_not():
+    assert dlbridge.from_dlpack(b"abc").readonly
+    ba = bytearray(b"abc")
+    t = dlbridge.from_dlpack(ba)
+    assert not t.readonly
+    n = np.from_dlpack(t)
+    n[0] = ord("z")
+    assert ba == bytearray(b"zbc")  # zero-copy and writable
+
+
+def test_bytearray_export_lock():
+    # a bytearray with an active export cannot be resized: the tensor must hold the buffer
+    ba = bytearray(b"abcd")
+    t = dlbridge.from_dlpack(ba)
+    with pytest.raises(BufferError):
+        ba.extend(b"ef")
+    del t
+    import gc
+
+    gc.collect()
+    ba.extend(b"ef")  # released when the tensor goes away
+
+
+def test_memoryview_nd_strided():
+    a = make("int32", (4, 6))[::2, ::-3]
+    t = dlbridge.from_dlpack(memoryview(a))
+    assert_tensor_like(t, a)
+    assert_values_equal(np.from_dlpack(t), a)
+
+
+def test_memoryview_readonly():
+    a = make("int32", (4,))
+    mv = memoryview(a).toreadonly()
+    t = dlbridge.from_dlpack(mv)
+    assert t.readonly
+
+
+@pytest.mark.parametrize("name", ["contiguous", "transposed", "neg_cols", "step2d", "scalar0d", "zero_size", "offset"])
+def test_array_interface_source(name):
+    from dlb_testing import LAYOUTS
+
+    a = LAYOUTS[name]("float32")
+    t = dlbridge.from_dlpack(ArrayInterfaceOnly(a))
+    assert_tensor_like(t, a, shared=True if a.size else None)
+    assert_values_equal(np.from_dlpack(t), a)
+
+
+def test_array_interface_readonly():
+    a = make("int64", (3,))
+    a.flags.writeable = False
+    t = dlbridge.from_dlpack(ArrayInterfaceOnly(a))
+    assert t.readonly
+
+
+def test_array_interface_keeps_owner_alive(collect):
+    import weakref
+
+    a = np.arange(100, dtype=np.float64)
+    src = ArrayInterfaceOnly(a)
+    ref = weakref.ref(a)
+    t = dlbridge.from_dlpack(src)
+    del a, src
+    collect()
+    assert ref() is not None
+    assert t.tolist()[-1] == 99.0
+    del t
+    collect()
+    assert ref() is None
+
+
+def test_array_interface_non_native_byte_order():
+    a = np.arange(4, dtype=">i4")
+    with pytest.raises(BufferError):
+        dlbridge.from_dlpack(ArrayInterfaceOnly(a))
+
+
+def test_non_native_byte_order_numpy():
+    a = np.arange(4, dtype=">f8")
+    with pytest.raises(BufferError):
+        dlbridge.from_dlpack(a)
+
+
+def test_object_dtype_refused():
+    a = np.array([object(), object()])
+    with pytest.raises((BufferError, TypeError)):
+        dlbridge.from_dlpack(a)
+
+
+def test_array_interface_version_2_or_garbage():
+    class Garbage:
+        __array_interface__ = {"version": 3, "shape": "nope", "typestr": "<f4", "data": (0, False)}
+
+    with pytest.raises((BufferError, TypeError, ValueError)):
+        dlbridge.from_dlpack(Garbage())
+
+
+# --------------------------------------------------------------------------------------------
+# Capsule names, consumed capsules (C18)
+# --------------------------------------------------------------------------------------------
+def test_capsule_with_other_name_is_type_error(collect):
+    a = make("float32", (2,))
+    fake = _fake(a)
+    cap = fake.capsule(b"not_a_dltensor")
+    with pytest.raises(TypeError):
+        dlbridge.from_dlpack(cap)
+    assert capsule_name(cap) == "not_a_dltensor"
+
+
+@pytest.mark.parametrize("versioned", [True, False])
+def test_consumed_capsule_is_buffer_error(versioned, collect):  # C18
+    a = make("float32", (2, 3))
+    fake = _fake(a, versioned=versioned)
+    cap = fake.capsule()
+    t = dlbridge.from_dlpack(cap)
+    with pytest.raises(BufferError) as ei:
+        dlbridge.from_dlpack(cap)
+    assert "used" in str(ei.value) or "consumed" in str(ei.value)
+    del cap
+    collect()
+    assert fake.deleter_calls == 0
+    assert t.tolist() == a.tolist()
+    del t
+    collect()
+    assert fake.finalize() == 1  # C18: no double free
+
+
+@pytest.mark.parametrize("name", [b"used_dltensor", b"used_dltensor_versioned"])
+def test_capsule_renamed_used_is_buffer_error(name, collect):  # C18
+    a = make("float32", (2,))
+    fake = _fake(a, versioned=name.endswith(b"versioned"))
+    cap = fake.capsule()
+    rename_capsule(cap, name)
+    with pytest.raises(BufferError):
+        dlbridge.from_dlpack(cap)
+    del cap
+    collect()
+    assert fake.deleter_calls == 0  # a "used" capsule belongs to someone else
+
+
+def test_producer_returns_same_capsule_twice(collect):  # C18
+    a = make("float32", (3,))
+    fake = _fake(a)
+    cap = fake.capsule()
+
+    class Bad:
+        def __dlpack__(self, **kw):
+            return cap
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    t = dlbridge.from_dlpack(Bad())
+    with pytest.raises(BufferError):
+        dlbridge.from_dlpack(Bad())
+    del t
+    collect()
+    assert fake.finalize() == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Version negotiation with a __dlpack__ producer
+# --------------------------------------------------------------------------------------------
+def test_asks_max_version_1_3_first(collect):
+    a = make("float32", (2, 2))
+    p = FakeProducer(lambda **kw: _fake(a))
+    t = dlbridge.from_dlpack(p)
+    assert len(p.calls) == 1
+    call = p.calls[0]
+    assert call.get("max_version") == (1, 3)
+    assert call.get("stream", None) in (None, -1)
+    assert call.get("copy", None) is None
+    assert call.get("dl_device", None) in (None, (1, 0))
+    assert_tensor_like(t, a)
+    del t
+    collect()
+    assert p.finalize() == 1
+
+
+def test_copy_and_device_forwarded_to_producer(collect):
+    a = make("float32", (2, 2))
+
+    def factory(**kw):
+        if kw.get("copy"):
+            c = a.copy()
+            return _fake(c, flags=FLAG_IS_COPIED)
+        return _fake(a)
+
+    p = FakeProducer(factory)
+    t = dlbridge.from_dlpack(p, copy=True)
+    assert p.calls[-1].get("copy") in (True, None)  # forwarded (spec §6) or done locally
+    assert t.is_copied
+    assert t.data_ptr != a.ctypes.data
+    t2 = dlbridge.from_dlpack(p, device="cpu")
+    assert p.calls[-1].get("dl_device") in (None, (1, 0))
+    assert t2.data_ptr == a.ctypes.data
+    del t, t2
+    collect()
+    assert p.finalize() == 2
+
+
+def test_copy_true_copies_even_if_producer_ignores_it(collect):
+    a = make("float32", (2, 2))
+    p = FakeProducer(lambda **kw: _fake(a))  # ignores copy=True, no IS_COPIED
+    t = dlbridge.from_dlpack(p, copy=True)
+    assert t.is_copied
+    assert t.data_ptr != a.ctypes.data
+    assert not t.readonly
+    assert t.is_c_contiguous
+    assert_values_equal(np.from_dlpack(t), a)
+    del t
+    collect()
+    assert p.finalize() == 1  # the producer's tensor is released after the copy
+
+
+def test_legacy_fallback_on_keyword_type_error(collect):
+    a = make("int32", (3,))
+    p = FakeProducer(lambda **kw: _fake(a, versioned=False), accept_keywords=False)
+    t = dlbridge.from_dlpack(p)
+    assert p.calls and set(p.calls[-1]) <= {"stream"}
+    assert_tensor_like(t, a)
+    assert t.readonly
+    del t
+    collect()
+    assert p.finalize() == 1
+
+
+def test_producer_type_error_not_about_keywords_propagates():
+    class Broken:
+        def __dlpack__(self, **kw):
+            raise TypeError("cannot export this dtype, sorry")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(TypeError, match="sorry"):
+        dlbridge.from_dlpack(Broken())
+
+
+def test_producer_buffer_error_propagates():
+    class Refuses:
+        def __dlpack__(self, **kw):
+            raise BufferError("no can do")
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    with pytest.raises(BufferError, match="no can do"):
+        dlbridge.from_dlpack(Refuses())
+
+
+def test_versioned_capsule_when_legacy_asked_is_fine(collect):
+    # a producer may return any version: the consumer checks the capsule name
+    a = make("float32", (3,))
+    p = FakeProducer(lambda **kw: _fake(a, versioned=False))
+    t = dlbridge.from_dlpack(p)  # legacy capsule despite max_version=(1, 3)
+    assert_tensor_like(t, a)
+    assert t.readonly  # legacy import is read-only
+    del t
+    collect()
+    assert p.finalize() == 1
+
+
+@pytest.mark.parametrize("minor", [0, 1, 2, 3, 9])
+def test_versioned_minor_versions_accepted(minor, collect):
+    a = make("float32", (2, 3))
+    fake = _fake(a, version=(1, minor))
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert_tensor_like(t, a)
+    del t
+    collect()
+    assert fake.finalize() == 1
+
+
+def test_versioned_unknown_flag_bits_ignored(collect):
+    a = make("float32", (2,))
+    fake = _fake(a, flags=1 << 40)
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert not t.readonly
+    del t
+    collect()
+    assert fake.finalize() == 1
+
+
+# --------------------------------------------------------------------------------------------
+# C17: unknown major version
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("major", [0, 2, 99])
+def test_unknown_major_version(major, collect):  # C17
+    a = make("float32", (2, 3))
+    # garbage in every field after the ABI-stable prefix: must not be read
+    fake = FakeManagedTensor(
+        data_ptr=0xDEAD0000, shape=(2, 3), strides=(3, 1), ndim=-7, dtype=(250, 3, 0),
+        device=(9999, -5), version=(major, 0),
+    )
+    cap = fake.capsule()
+    with pytest.raises(BufferError) as ei:
+        dlbridge.from_dlpack(cap)
+    assert str(major) in str(ei.value)
+    # either left fresh for the producer's destructor (spec §4.3) or deleted-and-renamed by
+    # us (spec O4): finalize() counts exactly one deleter call in both cases
+    del cap
+    collect()
+    assert fake.finalize() == 1  # C17: deleter called exactly once
+
+
+def test_unknown_major_version_from_producer(collect):  # C17
+    p = FakeProducer(lambda **kw: FakeManagedTensor(shape=(1,), strides=(1,), version=(2, 0)))
+    with pytest.raises(BufferError):
+        dlbridge.from_dlpack(p)
+    collect()
+    assert p.finalize() == 1
+
+
+# --------------------------------------------------------------------------------------------
+# C6 / C7: NULL strides
+# --------------------------------------------------------------------------------------------
+def test_legacy_null_strides_is_c_contiguous(collect):  # C6
+    a = make("float64", (3, 4))
+    fake = _fake(a, strides=None, versioned=False)
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert t.shape == (3, 4)
+    assert t.strides == (4, 1)
+    assert t.is_c_contiguous
+    assert_values_equal(np.from_dlpack(t.copy()), a)
+    del t
+    collect()
+    assert fake.finalize() == 1
+
+
+@pytest.mark.parametrize("minor", [0, 1])
+def test_versioned_pre_1_2_null_strides_is_c_contiguous(minor, collect):  # C6
+    a = make("int32", (2, 5))
+    fake = _fake(a, strides=None, version=(1, minor))
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert t.strides == (5, 1)
+    assert t.tolist() == a.tolist()
+    del t
+    collect()
+    assert fake.finalize() == 1
+
+
+@pytest.mark.parametrize("minor", [2, 3])
+def test_versioned_1_2_null_strides_is_buffer_error(minor, collect):  # C7
+    a = make("float32", (2, 3))
+    fake = _fake(a, strides=None, version=(1, minor))
+    cap = fake.capsule()
+    with pytest.raises(BufferError) as ei:
+        dlbridge.from_dlpack(cap)
+    assert "strides" in str(ei.value)
+    del cap
+    collect()
+    assert fake.finalize() == 1  # C7: deleter still called
+
+
+def test_0d_null_shape_and_strides_accepted(collect):  # C8
+    a = np.array(7.25, dtype=np.float32)
+    fake = FakeManagedTensor(data=a, shape=(), strides=None, null_shape=True, dtype="float32")
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert t.shape == () and t.ndim == 0
+    assert t.tolist() == 7.25
+    del t
+    collect()
+    assert fake.finalize() == 1
+
+
+# --------------------------------------------------------------------------------------------
+# C9: zero-size with data == NULL
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("versioned", [True, False])
+@pytest.mark.parametrize("shape", [(0, 3), (0,), (3, 0, 2)])
+def test_zero_size_null_data(shape, versioned, collect):  # C9
+    fake = FakeManagedTensor(data_ptr=0, shape=shape, strides=c_strides(shape),
+                             dtype="float32", versioned=versioned)
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert t.shape == shape
+    assert t.size == 0
+    assert t.nbytes == 0
+    assert np.from_dlpack(t.copy()).shape == shape
+    assert memoryview(t).nbytes == 0
+    assert np.asarray(t).shape == shape
+    del t
+    collect()
+    assert fake.finalize() == 1  # C9: exactly once
+
+
+def test_nonzero_size_null_data_is_buffer_error(collect):
+    fake = FakeManagedTensor(data_ptr=0, shape=(2, 3), strides=(3, 1), dtype="float32")
+    with pytest.raises(BufferError):
+        dlbridge.from_dlpack(fake.capsule())
+    collect()
+    assert fake.finalize() == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Absurd layouts and dtypes: always an exception, deleter once
+# --------------------------------------------------------------------------------------------
+_BASE = np.zeros(64, dtype=np.float32)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        pytest.param(dict(shape=(-1, 3), strides=(3, 1)), id="negative-extent"),
+        pytest.param(dict(shape=(2**62, 2**62), strides=(1, 1)), id="size-overflow"),
+        pytest.param(dict(shape=(2, 2**61), strides=(2**62, 1)), id="span-overflow"),
+        pytest.param(dict(shape=(4,), strides=(2**63 - 1,)), id="stride-overflow"),
+        pytest.param(dict(shape=(2,), strides=(1,), ndim=-1), id="negative-ndim"),
+        pytest.param(dict(shape=(1,) * 1_000_000, strides=(1,) * 1_000_000), id="huge-ndim"),
+        pytest.param(dict(shape=(2,), strides=(1,), dtype=(3, 64, 1)), id="opaque-handle"),
+        pytest.param(dict(shape=(2,), strides=(1,), dtype=(200, 32, 1)), id="unknown-code"),
+        pytest.param(dict(shape=(2,), strides=(1,), dtype=(2, 0, 1)), id="zero-bits"),
+        pytest.param(dict(shape=(2,), strides=(1,), dtype=(2, 32, 0)), id="zero-lanes"),
+        pytest.param(dict(shape=(2,), strides=(1,), dtype=(2, 13, 1)), id="float13"),
+        pytest.param(dict(shape=(2,), strides=(1,), dtype=(15, 8, 1)), id="fp6-bits-not-6"),
+        pytest.param(dict(shape=(2,), strides=(1,), dtype=(17, 8, 1)), id="fp4-bits-not-4"),
+        pytest.param(dict(shape=(2,), strides=(1,), dtype=(6, 1, 1)), id="bool-1bit"),
+    ],
+)
+@pytest.mark.parametrize("versioned", [True, False])
+def test_invalid_capsules_raise_and_delete_once(kw, versioned, collect):
+    fake = FakeManagedTensor(data=_BASE, versioned=versioned, **kw)
+    cap = fake.capsule()
+    with pytest.raises(BufferError):
+        dlbridge.from_dlpack(cap)
+    del cap
+    collect()
+    assert fake.finalize() == 1
+
+
+@pytest.mark.parametrize("versioned", [True, False])
+def test_null_deleter_is_allowed(versioned, collect):
+    a = make("float32", (3,))
+    fake = _fake(a, versioned=versioned, null_deleter=True)
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert t.tolist() == a.tolist()
+    del t
+    collect()
+    assert fake.deleter_calls == 0
+
+
+def test_null_shape_with_ndim_is_buffer_error(collect):
+    fake = FakeManagedTensor(data=_BASE, shape=(2,), strides=(1,), null_shape=True)
+    with pytest.raises(BufferError):
+        dlbridge.from_dlpack(fake.capsule())
+    collect()
+    assert fake.finalize() == 1
+
+
+def test_byte_offset_is_honoured(collect):
+    base = np.arange(10, dtype=np.int32)
+    fake = FakeManagedTensor(data=base, shape=(3,), strides=(2,), dtype="int32", byte_offset=8)
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert t.data_ptr == base.ctypes.data + 8
+    assert t.tolist() == [2, 4, 6]
+    assert_values_equal(np.from_dlpack(t), base[2:8:2])
+    del t
+    collect()
+    assert fake.finalize() == 1
+
+
+def test_misaligned_data_is_realigned_by_copy_or_refused(collect):
+    # DECISIONS: realigned by a copy under copy=None, BufferError under copy=False
+    raw = np.zeros(40, dtype=np.uint8)
+    assert raw.ctypes.data % 8 == 0
+    vals = np.arange(4, dtype=np.float64)
+    raw[1:33] = vals.view(np.uint8)
+    fake = FakeManagedTensor(data=raw, shape=(4,), strides=(1,), dtype="float64", byte_offset=1)
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert t.data_ptr % 8 == 0
+    assert t.is_copied
+    assert t.tolist() == [0.0, 1.0, 2.0, 3.0]
+    fake2 = FakeManagedTensor(data=raw, shape=(4,), strides=(1,), dtype="float64", byte_offset=1)
+    with pytest.raises(BufferError):
+        dlbridge.from_dlpack(fake2.capsule(), copy=False)
+    del t
+    collect()
+    assert fake.finalize() == 1 and fake2.finalize() == 1
+
+
+# --------------------------------------------------------------------------------------------
+# Read-only via flags
+# --------------------------------------------------------------------------------------------
+def test_read_only_flag_gives_readonly_tensor(collect):  # C14
+    a = make("float32", (2, 3))
+    fake = _fake(a, flags=FLAG_READ_ONLY)
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert t.readonly
+    n = np.from_dlpack(t)
+    assert not n.flags.writeable
+    with pytest.raises(ValueError):
+        n[0, 0] = 1
+    del t, n
+    collect()
+    assert fake.finalize() == 1
+
+
+def test_is_copied_flag_reported(collect):
+    a = make("float32", (2,))
+    fake = _fake(a, flags=FLAG_IS_COPIED)
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert t.is_copied
+    assert not t.readonly
+    del t
+    collect()
+    assert fake.finalize() == 1
+
+
+# --------------------------------------------------------------------------------------------
+# copy=False / copy=None
+# --------------------------------------------------------------------------------------------
+def test_copy_false_never_copies():
+    a = make("float32", (3, 4))[:, ::-1]
+    t = dlbridge.from_dlpack(a, copy=False)
+    assert t.data_ptr == a.ctypes.data
+
+
+def test_copy_true_from_numpy():
+    a = make("float32", (3, 4))[:, ::-1]
+    t = dlbridge.from_dlpack(a, copy=True)
+    assert t.is_copied and not t.readonly and t.is_c_contiguous
+    assert t.data_ptr != a.ctypes.data
+    assert_values_equal(np.from_dlpack(t), a)
+
+
+@pytest.mark.parametrize("src", [b"xyz", bytearray(b"xyz")])
+def test_copy_true_from_buffer(src):
+    t = dlbridge.from_dlpack(src, copy=True)
+    assert t.is_copied and not t.readonly
+    assert t.tolist() == list(b"xyz")
+
+
+def test_device_argument():
+    a = make("float32", (3,))
+    assert dlbridge.from_dlpack(a, device="cpu").data_ptr == a.ctypes.data
+    assert dlbridge.from_dlpack(a, device=(1, 0)).data_ptr == a.ctypes.data
+    assert dlbridge.from_dlpack(a, device=dlbridge.Device("cpu")).data_ptr == a.ctypes.data
+    with pytest.raises(ValueError):
+        dlbridge.from_dlpack(a, device="nonsense:device")
+
+
+# --------------------------------------------------------------------------------------------
+# Deleter from another thread
+# --------------------------------------------------------------------------------------------
+def test_tensor_dropped_in_other_thread(collect):
+    a = make("float32", (8,))
+    fake = _fake(a)
+    holder = [dlbridge.from_dlpack(fake.capsule())]
+
+    def drop():
+        holder.clear()
+        collect()
+
+    th = threading.Thread(target=drop)
+    th.start()
+    th.join()
+    collect()
+    assert fake.finalize() == 1
+
+
+def test_many_imports_no_leak_of_deleter_calls(collect):  # C19
+    a = make("float32", (16,))
+    fakes = [_fake(a) for _ in range(200)]
+    tensors = [dlbridge.from_dlpack(f.capsule()) for f in fakes]
+    assert all(f.deleter_calls == 0 for f in fakes)
+    del tensors
+    collect()
+    assert all(f.finalize() == 1 for f in fakes)
+
+
+# --------------------------------------------------------------------------------------------
+# Devices (DECISIONS: unreachable memory is a valid Tensor that refuses host access)
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("device, name", [((14, 0), "oneapi:0"), ((99, 3), None)])
+def test_unreachable_device_is_valid_tensor(device, name, collect):
+    a = make("float32", (2, 3))
+    fake = _fake(a, device=device)
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert t.device == device
+    if name:
+        assert t.device == name
+    assert t.__dlpack_device__() == device
+    assert t.shape == (2, 3) and t.dtype == "float32" and t.strides == (3, 1)
+    for access in (lambda: memoryview(t), lambda: t.tolist(), lambda: t.__array_interface__):
+        with pytest.raises(BufferError) as ei:
+            access()
+        assert 'device="cpu"' in str(ei.value) or "device='cpu'" in str(ei.value)
+    # passes through zero-copy with its device kept
+    from dlpack_ctypes import inspect_capsule
+
+    info = inspect_capsule(t.__dlpack__(max_version=(1, 3)))
+    assert info["device"] == device
+    assert info["data_ptr"] == a.ctypes.data
+    with pytest.raises(BufferError):
+        t.__dlpack__(max_version=(1, 3), dl_device=(1, 0), copy=False)
+    del t, info
+    collect()
+    assert fake.finalize() == 1
+
+
+def test_cuda_host_is_host_accessible(collect):
+    a = make("int32", (2, 3))
+    fake = _fake(a, device=(3, 0))
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert t.device.type == 3
+    assert t.__dlpack_device__() == (3, 0)
+    assert memoryview(t).tolist() == a.tolist()
+    assert t.tolist() == a.tolist()
+    n = np.asarray(t)
+    assert n.ctypes.data == a.ctypes.data
+    assert_values_equal(n, a)
+    del t, n
+    collect()
+    assert fake.finalize() == 1
