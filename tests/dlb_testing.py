@@ -208,3 +208,16 @@ def import_or_peer_limitation(peer_name: str, consume, tensor, reference: np.nda
                 f"({type(exc_direct).__name__}: {str(exc_direct)[:160]})"
             )
         raise exc_dlbridge
+
+
+def raw_values(t, dtype: str) -> np.ndarray:
+    """Values of a CPU dlbridge Tensor read through its bytes (works for bfloat16 / float8,
+    which NumPy cannot import via DLPack): a C-ordered ``copy()``, read with ctypes."""
+    import ctypes
+
+    from dlpack_ctypes import inspect_capsule
+
+    c = t.copy()
+    ptr = inspect_capsule(c.__dlpack__(max_version=(1, 3)))["data_ptr"]
+    raw = ctypes.string_at(ptr, c.nbytes) if c.size else b""
+    return np.frombuffer(raw, dtype=np_dtype_of(dtype)).reshape(c.shape).copy()

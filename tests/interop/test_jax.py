@@ -25,8 +25,9 @@ from dlb_testing import (  # noqa: E402
     LAYOUTS,
     NUMPY_DTYPES,
     assert_values_equal,
-    c_strides if False else make,  # noqa: F401
     import_or_peer_limitation,
+    make,
+    raw_values,
 )
 from dlpack_ctypes import FLAG_READ_ONLY, c_strides, inspect_capsule  # noqa: E402
 
@@ -73,26 +74,11 @@ def test_jax_to_dlbridge(dtype, shape_name):  # C4 C5 C8 C9 C10 C24 C25
                 assert s == c
         assert t.is_c_contiguous
     if dtype == "bfloat16":
-        back = torch_free_bf16_values(t)
-        np.testing.assert_array_equal(back, ref.astype(np.float32))
+        assert_values_equal(raw_values(t, dtype), ref)
     else:
         n = np.from_dlpack(t)
         assert not n.flags.writeable  # C14: JAX's buffer must not become writable
         assert_values_equal(n, ref)
-
-
-def torch_free_bf16_values(t):
-    """bfloat16 Tensor -> float32 NumPy without NumPy DLPack support for bf16 (uses a copy
-    re-labelled as uint16 through a raw capsule read)."""
-    import ml_dtypes
-
-    c = t.copy()
-    info = inspect_capsule(c.__dlpack__(max_version=(1, 3)))
-    import ctypes
-
-    buf = (ctypes.c_uint16 * c.size).from_address(info["data_ptr"]) if c.size else []
-    raw = np.array(list(buf), dtype=np.uint16).reshape(c.shape)
-    return raw.view(ml_dtypes.bfloat16).astype(np.float32)
 
 
 def test_jax_capsule_is_legacy():

@@ -232,6 +232,21 @@ mod tests {
         assert!(Layout::new(&[0, 5], Some(&[i64::MAX, i64::MIN]), 4).is_ok());
     }
 
+    /// The extreme offsets are reached by some element.
+    fn offsets_hit_bounds(shape: &[i64], strides: &[i64], l: &Layout) -> bool {
+        let lo: i64 = shape
+            .iter()
+            .zip(strides)
+            .map(|(n, s)| ((n - 1) * s).min(0))
+            .sum();
+        let hi: i64 = shape
+            .iter()
+            .zip(strides)
+            .map(|(n, s)| ((n - 1) * s).max(0))
+            .sum();
+        lo == l.min_offset() && hi == l.max_offset()
+    }
+
     proptest! {
         #[test]
         fn contiguous_layouts_are_contiguous(shape in prop::collection::vec(0i64..6, 0..5)) {
@@ -253,20 +268,14 @@ mod tests {
             let shape: Vec<i64> = dims.iter().map(|d| d.0).collect();
             let strides: Vec<i64> = dims.iter().map(|d| d.1).collect();
             let l = Layout::new(&shape, Some(&strides), 2).unwrap();
-            // Brute force over every index.
-            let mut idx = vec![0i64; shape.len()];
-            loop {
-                let off: i64 = idx.iter().zip(&strides).map(|(i, s)| i * s).sum();
+            // Brute force over every element.
+            let mut offsets = vec![];
+            crate::copy::for_each_offset(&l, |o| offsets.push(o));
+            prop_assert_eq!(offsets.len(), l.size());
+            for off in offsets {
                 prop_assert!(l.min_offset() <= off && off <= l.max_offset());
-                let mut d = shape.len();
-                loop {
-                    if d == 0 { return Ok(()); }
-                    d -= 1;
-                    idx[d] += 1;
-                    if idx[d] < shape[d] { break; }
-                    idx[d] = 0;
-                }
             }
+            prop_assert!(l.size() == 0 || offsets_hit_bounds(&shape, &strides, &l));
         }
 
         #[test]

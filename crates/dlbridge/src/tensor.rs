@@ -34,7 +34,7 @@ pub struct Tensor {
     owner: Owner,
 }
 
-// SAFETY (Send/Sync): the raw `data` pointer is only a description; the memory it points to is
+// SAFETY: the raw `data` pointer is only a description; the memory it points to is
 // kept alive by `owner`, which is Send + Sync, and a Tensor never writes through the pointer
 // itself (writes happen only through explicitly unsafe or `&mut`-gated APIs of the copy module).
 unsafe impl Send for Tensor {}

@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn copy_of_transpose_is_c_order() {
-        let t = Tensor::from_vec((0..6).map(|x| x as i32).collect(), &[2, 3]).unwrap();
+        let t = Tensor::from_vec((0..6).collect::<Vec<i32>>(), &[2, 3]).unwrap();
         let tt = transposed(&t);
         assert_eq!(tt.to_vec::<i32>().unwrap(), vec![0, 3, 1, 4, 2, 5]);
         let c = tt.copy(Order::C).unwrap();

@@ -24,7 +24,7 @@ enum Managed {
     Legacy(NonNull<DLManagedTensor>),
 }
 
-// SAFETY (Send/Sync): DLPack requires deleters to be callable from any thread (rule O5), and a
+// SAFETY: DLPack requires deleters to be callable from any thread (rule O5), and a
 // ManagedTensor only reads the struct, which the producer does not change while it is lent.
 unsafe impl Send for ManagedTensor {}
 // SAFETY: see above; shared access never writes through the pointer.

@@ -17,7 +17,7 @@ use crate::tensor::Tensor;
 /// A `Py_buffer` obtained with `PyObject_GetBuffer`, released (under the GIL) on drop.
 struct HeldBuffer(Box<ffi::Py_buffer>);
 
-// SAFETY (Send/Sync): the view is only read, and released exactly once in Drop while attached
+// SAFETY: the view is only read, and released exactly once in Drop while attached
 // to the interpreter (or deliberately leaked once the interpreter is gone).
 unsafe impl Send for HeldBuffer {}
 // SAFETY: see above.
@@ -66,7 +66,9 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         .ok()
         .filter(|n| *n <= MAX_NDIM)
         .ok_or_else(|| buffer_error("invalid ndim"))?;
-    let shape: Vec<i64> = if v.shape.is_null() {
+    let shape: Vec<i64> = if ndim == 0 {
+        vec![]
+    } else if v.shape.is_null() {
         vec![(v.len as i64) / (itemsize.max(1) as i64)]
     } else {
         // SAFETY: a filled view has `ndim` shape entries when shape is non-NULL.

@@ -1,0 +1,441 @@
+#!/usr/bin/env python3
+"""Exchange overhead: ns per DLPack exchange of a 16-element float32 array.
+
+    python benches/bench_exchange.py            # full run, writes benches/results/exchange.md
+    python benches/bench_exchange.py --quick    # smoke test, writes benches/results/exchange-quick.md
+
+Every row times one exchange (the dlbridge side) and its baseline (the peer's own exchange
+that produces the same kind of result) in the same process, with samples of the two
+interleaved, and reports min and median ns per call and the ratio of the medians
+(dlbridge side / baseline). A missing library skips its rows; an exchange that raises is
+reported as ``error: <ExceptionType>`` instead of a time. See benches/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import gc
+import importlib
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+N_ELEMS = 16
+
+FULL = {"number": 2000, "samples": 41, "warmup": 1000}
+QUICK = {"number": 200, "samples": 5, "warmup": 100}
+
+
+# ---------------------------------------------------------------------------- libraries
+
+
+def _try_import(name: str) -> Any | None:
+    try:
+        return importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - a broken install is as good as a missing one here
+        return None
+
+
+def _version(mod: Any | None) -> str:
+    if mod is None:
+        return "not installed"
+    return str(getattr(mod, "__version__", "?"))
+
+
+# ---------------------------------------------------------------------------- timing
+
+
+def _make_loop(stmt: str, ns: dict[str, Any]) -> Callable[[int], int]:
+    """Compile ``for _ in range(n): <stmt>`` into a function returning elapsed ns.
+
+    The statement is compiled in place (like timeit), so no extra Python call frame
+    (lambda, partial) is added to either side of a comparison; names in ``stmt`` are
+    looked up in ``ns`` as fast globals."""
+    src = (
+        "def _loop(_n, _clock=_clock):\n"
+        "    _it = range(_n)\n"
+        "    _t0 = _clock()\n"
+        "    for _ in _it:\n"
+        f"        {stmt}\n"
+        "    return _clock() - _t0\n"
+    )
+    g = dict(ns)
+    g["_clock"] = time.perf_counter_ns
+    exec(compile(src, f"<bench {stmt}>", "exec"), g)  # noqa: S102 - our own fixed strings
+    return g["_loop"]
+
+
+@dataclass
+class Timing:
+    min_ns: float | None = None
+    med_ns: float | None = None
+    error: str | None = None
+
+    def cell(self) -> str:
+        if self.error:
+            return self.error
+        return f"{self.min_ns:,.0f} / {self.med_ns:,.0f}"
+
+
+def _error_name(exc: BaseException) -> str:
+    return f"error: {type(exc).__name__}"
+
+
+def measure_pair(
+    stmt_a: str, stmt_b: str, ns: dict[str, Any], *, number: int, samples: int, warmup: int
+) -> tuple[Timing, Timing]:
+    """Time two statements, samples interleaved (a, b, b, a, a, b, ...), gc off."""
+    loops: list[Callable[[int], int] | None] = []
+    out = [Timing(), Timing()]
+    for i, stmt in enumerate((stmt_a, stmt_b)):
+        try:
+            loop = _make_loop(stmt, ns)
+            loop(1)  # does it work at all?
+            loop(warmup)
+            loops.append(loop)
+        except Exception as exc:  # noqa: BLE001 - reported in the table
+            out[i].error = _error_name(exc)
+            loops.append(None)
+    per_call: list[list[float]] = [[], []]
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for s in range(samples):
+            order = (0, 1) if s % 2 == 0 else (1, 0)  # alternate who goes first
+            for i in order:
+                loop = loops[i]
+                if loop is None or out[i].error:
+                    continue
+                try:
+                    per_call[i].append(loop(number) / number)
+                except Exception as exc:  # noqa: BLE001
+                    out[i].error = _error_name(exc)
+    finally:
+        if was_enabled:
+            gc.enable()
+    for i in (0, 1):
+        if not out[i].error and per_call[i]:
+            out[i].min_ns = min(per_call[i])
+            out[i].med_ns = statistics.median(per_call[i])
+    return out[0], out[1]
+
+
+# ---------------------------------------------------------------------------- rows
+
+
+@dataclass
+class Row:
+    exchange: str  # shown in the table, and the statement timed (the dlbridge side)
+    baseline: str  # likewise, the peer's own exchange
+    needs: tuple[str, ...]  # namespace names both statements need
+    target: float | None = None
+    source: str = ""  # where the target comes from
+    note: str = ""
+    a: Timing = field(default_factory=Timing)
+    b: Timing = field(default_factory=Timing)
+    skipped: str | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.a.med_ns is None or self.b.med_ns is None:
+            return None
+        return self.a.med_ns / self.b.med_ns
+
+
+def build_namespace(np: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """Import the peers and make the 16-element float32 inputs. Returns the namespace the
+    statements run in and, for each missing piece, why it is missing."""
+    ns: dict[str, Any] = {"np": np}
+    missing: dict[str, str] = {}
+
+    dlbridge = _try_import("dlbridge")
+    if dlbridge is None:
+        missing["dlbridge"] = "dlbridge not importable"
+    else:
+        ns["dlbridge"] = dlbridge
+
+    np_array = np.arange(N_ELEMS, dtype=np.float32)
+    ns["np_array"] = np_array
+    if dlbridge is not None:
+        ns["tensor"] = dlbridge.from_dlpack(np_array)
+
+    torch = _try_import("torch")
+    if torch is None:
+        missing["torch"] = "torch not installed"
+    else:
+        ns["torch"] = torch
+        ns["torch_t"] = torch.arange(N_ELEMS, dtype=torch.float32)
+
+    jax = _try_import("jax")
+    jnp = _try_import("jax.numpy") if jax is not None else None
+    if jnp is None:
+        missing["jnp"] = "jax not installed"
+    else:
+        ns["jnp"] = jnp
+        arr = jnp.arange(N_ELEMS, dtype=jnp.float32)
+        arr.block_until_ready()
+        ns["jax_array"] = arr
+
+    pa = _try_import("pyarrow")
+    if pa is None:
+        missing["pa"] = "pyarrow not installed"
+    else:
+        ns["pa"] = pa
+        ns["pa_array"] = pa.array(np_array)
+
+    tvm_ffi = _try_import("tvm_ffi")
+    if tvm_ffi is None:
+        missing["tvm_ffi"] = "tvm-ffi not installed"
+    else:
+        ns["tvm_ffi"] = tvm_ffi
+        try:
+            ns["tvm_t"] = tvm_ffi.from_dlpack(np_array)
+        except Exception as exc:  # noqa: BLE001
+            missing["tvm_t"] = f"tvm_ffi.from_dlpack(np_array) failed: {type(exc).__name__}"
+
+    xp = _try_import("array_api_strict")
+    if xp is None:
+        missing["xp"] = "array-api-strict not installed"
+    else:
+        ns["xp"] = xp
+        ns["xp_array"] = xp.asarray(np_array)
+    return ns, missing
+
+
+def rows() -> list[Row]:
+    i2, i7 = "issue 2 #9, issue 7 #4", "issue 7 #4"
+    return [
+        # --- issue 2 #9: numpy and torch, both directions
+        Row("dlbridge.from_dlpack(np_array)", "np.from_dlpack(np_array)",
+            ("dlbridge",), 1.0, i2),
+        Row("np.from_dlpack(tensor)", "np.from_dlpack(np_array)",
+            ("dlbridge",), 1.0, i2),
+        Row("torch.from_dlpack(tensor)", "torch.from_dlpack(np_array)",
+            ("dlbridge", "torch"), 1.0, i2),
+        # --- issue 7 #4
+        Row("dlbridge.from_dlpack(torch_t)", "np.from_dlpack(torch_t)",
+            ("dlbridge", "torch"), 0.25, i7),
+        # --- issue 7 #3: the rest of the full table (no ratio targets set)
+        Row("jnp.from_dlpack(tensor)", "jnp.from_dlpack(np_array)", ("dlbridge", "jnp")),
+        Row("dlbridge.from_dlpack(jax_array)", "np.from_dlpack(jax_array)", ("dlbridge", "jnp")),
+        Row("dlbridge.from_dlpack(pa_array)", "pa_array.to_numpy(zero_copy_only=True)",
+            ("dlbridge", "pa"),
+            note="result is a dlbridge.Tensor, baseline's an ndarray; the next row is the "
+            "like-with-like one"),
+        Row("np.from_dlpack(dlbridge.from_dlpack(pa_array))",
+            "pa_array.to_numpy(zero_copy_only=True)", ("dlbridge", "pa"),
+            note="Arrow -> NumPy through dlbridge (DECISIONS.md, Benchmarks)"),
+        Row("pa.array(tensor)", "pa.array(np_array)", ("dlbridge", "pa"),
+            note="Arrow import (DECISIONS.md, Benchmarks)"),
+        Row("tvm_ffi.from_dlpack(tensor)", "tvm_ffi.from_dlpack(torch_t)",
+            ("dlbridge", "tvm_ffi", "torch"),
+            note="baseline uses torch's C exchange API"),
+        Row("dlbridge.from_dlpack(tvm_t)", "np.from_dlpack(tvm_t)",
+            ("dlbridge", "tvm_ffi", "tvm_t")),
+        Row("array_api_strict.from_dlpack(tensor)", "array_api_strict.from_dlpack(np_array)",
+            ("dlbridge", "xp")),
+        Row("dlbridge.from_dlpack(xp_array)", "np.from_dlpack(xp_array)", ("dlbridge", "xp")),
+    ]
+
+
+def _stmt(text: str) -> str:
+    # the table says array_api_strict, the namespace calls it xp
+    return text.replace("array_api_strict.", "xp.")
+
+
+# ---------------------------------------------------------------------------- report
+
+
+def _fmt_ratio(r: Row) -> str:
+    return "—" if r.ratio is None else f"{r.ratio:.2f}x"
+
+
+def _fmt_target(r: Row) -> str:
+    return "—" if r.target is None else f"<= {r.target:g}x"
+
+
+def _fmt_met(r: Row) -> str:
+    if r.target is None:
+        return "—"
+    if r.ratio is None:
+        return "no (no result)"
+    return "yes" if r.ratio <= r.target else "**no**"
+
+
+def table(results: list[Row]) -> str:
+    head = (
+        "| exchange | baseline | dlbridge side ns (min / median) | baseline ns (min / median) "
+        "| ratio of medians (ours/baseline) | target | met? |"
+    )
+    lines = [head, "|---|---|---:|---:|---:|---|---|"]
+    for r in results:
+        if r.skipped:
+            continue
+        lines.append(
+            f"| `{r.exchange}` | `{r.baseline}` | {r.a.cell()} | {r.b.cell()} "
+            f"| {_fmt_ratio(r)} | {_fmt_target(r)} | {_fmt_met(r)} |"
+        )
+    return "\n".join(lines)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _git_rev() -> str:
+    try:
+        root = HERE.parent
+        rev = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        return rev + (" (+ uncommitted changes)" if dirty else "")
+    except Exception:  # noqa: BLE001
+        return "unknown"
+
+
+def header(mods: dict[str, Any], params: dict[str, int], command: str, pinned: str,
+           loop_ns: float, quick: bool) -> str:
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    vers = ", ".join(f"{k} {_version(m)}" for k, m in mods.items())
+    lines = [
+        "# Exchange overhead: ns per exchange of a 16-element float32 array",
+        "",
+        "Generated by `benches/bench_exchange.py`; see `benches/README.md`. Quote the ratios "
+        "(both sides measured in this one run, samples interleaved); the absolute times are "
+        "for this machine only.",
+        "",
+        f"- date: {now}",
+        f"- command: `{command}`",
+        f"- mode: {'QUICK (smoke test, few samples; do not quote)' if quick else 'full'}; "
+        f"{params['samples']} samples x {params['number']} calls per side, "
+        f"{params['warmup']} warm-up calls, gc disabled while timing",
+        f"- Python: {platform.python_implementation()} {platform.python_version()} "
+        f"({sys.executable})",
+        f"- versions: {vers}",
+        f"- dlbridge commit: {_git_rev()}",
+        f"- CPU: {_cpu_model()} ({os.cpu_count()} logical CPUs; {pinned})",
+        f"- OS: {platform.platform()}",
+        f"- empty-loop overhead: {loop_ns:.1f} ns per iteration (included in both sides, not "
+        "subtracted)",
+        "",
+        "Columns: ns per call, min / median over the samples; ratio = dlbridge-side median / "
+        "baseline median (below 1 is faster than the baseline). Targets: issue 2 #9 and "
+        "issue 7 #4.",
+    ]
+    return "\n".join(lines)
+
+
+def notes(results: list[Row], missing: dict[str, str]) -> str:
+    out = []
+    for r in results:
+        if r.skipped:
+            out.append(f"- skipped `{r.exchange}`: {r.skipped}")
+        elif r.note:
+            out.append(f"- `{r.exchange}`: {r.note}")
+    return ("\n\nNotes:\n\n" + "\n".join(out)) if out else ""
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true",
+                    help="few samples, for smoke tests (writes exchange-quick.md, not exchange.md)")
+    ap.add_argument("--number", type=int, help="calls per sample (default 2000, quick 200)")
+    ap.add_argument("--samples", type=int, help="samples per side (default 41, quick 5)")
+    ap.add_argument("--only", metavar="SUBSTR", help="run only rows whose exchange contains SUBSTR")
+    ap.add_argument("--out", type=Path, help="where to write the Markdown (default benches/results/)")
+    ap.add_argument("--no-write", action="store_true", help="print only")
+    ap.add_argument("--pin", action="store_true",
+                    help="pin the process to one CPU (steadier numpy/torch rows, but jax's "
+                    "worker threads then share that CPU and its rows turn bimodal)")
+    args = ap.parse_args(argv)
+
+    params = dict(QUICK if args.quick else FULL)
+    if args.number:
+        params["number"] = args.number
+    if args.samples:
+        params["samples"] = args.samples
+
+    pinned = "not pinned"
+    if args.pin and hasattr(os, "sched_setaffinity"):
+        try:
+            cpu = max(os.sched_getaffinity(0))
+            os.sched_setaffinity(0, {cpu})
+            pinned = f"pinned to CPU {cpu}"
+        except OSError:
+            pass
+
+    import numpy as np
+
+    ns, missing = build_namespace(np)
+    mods = {
+        "dlbridge": ns.get("dlbridge"),
+        "numpy": np,
+        "torch": ns.get("torch"),
+        "jax": _try_import("jax") if "jnp" in ns else None,
+        "pyarrow": ns.get("pa"),
+        "tvm-ffi": ns.get("tvm_ffi"),
+        "array-api-strict": ns.get("xp"),
+    }
+
+    # the cost of the timing loop itself, for the header
+    empty = _make_loop("pass", {})
+    empty(params["warmup"])
+    loop_ns = min(empty(params["number"]) / params["number"] for _ in range(9))
+
+    results = rows()
+    if args.only:
+        results = [r for r in results if args.only in r.exchange]
+    for r in results:
+        absent = [n for n in r.needs if n not in ns]
+        if absent:
+            r.skipped = "; ".join(missing.get(n, f"{n} unavailable") for n in absent)
+            print(f"skip  {r.exchange}: {r.skipped}", file=sys.stderr)
+            continue
+        print(f"time  {r.exchange}  vs  {r.baseline}", file=sys.stderr, flush=True)
+        r.a, r.b = measure_pair(_stmt(r.exchange), _stmt(r.baseline), ns, **params)
+
+    command = shlex.join(["python", *sys.argv]) if argv is None else shlex.join(
+        ["python", "benches/bench_exchange.py", *argv])
+    doc = (
+        header(mods, params, command, pinned, loop_ns, args.quick)
+        + "\n\n" + table(results) + notes(results, missing) + "\n"
+    )
+    print(table(results))
+    note_text = notes(results, missing)
+    if note_text:
+        print(note_text)
+    if not args.no_write:
+        out = args.out or RESULTS / ("exchange-quick.md" if args.quick else "exchange.md")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(doc)
+        print(f"\nwrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

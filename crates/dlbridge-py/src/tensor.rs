@@ -1,0 +1,322 @@
+//! `dlbridge.Tensor`: attributes, DLPack export, buffer protocol, array interface.
+
+use std::ffi::c_int;
+
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyComplex, PyDict, PyList, PyTuple};
+
+use dlbridge::export::Flavor;
+use dlbridge::python::{array_interface, buffer, capsule, import};
+use dlbridge::{DType, Device, DeviceType, Order, Tensor, TypeCode};
+
+use crate::types::{parse_device, PyDType, PyDevice};
+
+/// An owned, validated view of array memory.
+#[pyclass(name = "Tensor", module = "dlbridge", frozen)]
+pub struct PyTensor(pub Tensor);
+
+fn parse_max_version(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<(u32, u32)>> {
+    match obj {
+        None => Ok(None),
+        Some(v) if v.is_none() => Ok(None),
+        Some(v) => v.extract::<(u32, u32)>().map(Some).map_err(|_| {
+            PyValueError::new_err(format!(
+                "max_version must be a (major, minor) tuple of non-negative ints, not {}",
+                v.repr().map(|r| r.to_string()).unwrap_or_default()
+            ))
+        }),
+    }
+}
+
+fn validate_stream(device: Device, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    let Some(stream) = stream.filter(|s| !s.is_none()) else {
+        return Ok(());
+    };
+    if device.is_host_accessible() || device.kind == DeviceType::ONEAPI {
+        // -1 means "do not synchronise", harmless where there are no streams.
+        if stream.extract::<i64>().ok() == Some(-1) {
+            return Ok(());
+        }
+        return Err(PyValueError::new_err(format!(
+            "stream={} is not valid for {device}: only None (or -1) is allowed where there are no streams",
+            stream.repr()?
+        )));
+    }
+    match stream.extract::<i64>() {
+        Ok(0) if device.kind == DeviceType::CUDA => {
+            Err(PyValueError::new_err("stream=0 is ambiguous for CUDA and not allowed; use 1 (legacy default) or 2 (per-thread)"))
+        }
+        Ok(s) if s >= -1 => Ok(()),
+        _ => Err(PyValueError::new_err(format!("stream={} is not a valid stream for {device}", stream.repr()?))),
+    }
+}
+
+pub fn new_tensor(py: Python<'_>, tensor: Tensor) -> PyResult<Bound<'_, PyTensor>> {
+    Bound::new(py, PyTensor(tensor))
+}
+
+fn scalar<'py>(py: Python<'py>, dtype: DType, b: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    fn arr<const N: usize>(b: &[u8]) -> [u8; N] {
+        b.try_into().expect("element width checked by dtype")
+    }
+    let value = match (dtype.code(), dtype.bits()) {
+        (TypeCode::BOOL, 8) => (b[0] != 0).into_pyobject(py)?.to_owned().into_any(),
+        (TypeCode::INT, 8) => (b[0] as i8).into_pyobject(py)?.into_any(),
+        (TypeCode::INT, 16) => i16::from_ne_bytes(arr(b)).into_pyobject(py)?.into_any(),
+        (TypeCode::INT, 32) => i32::from_ne_bytes(arr(b)).into_pyobject(py)?.into_any(),
+        (TypeCode::INT, 64) => i64::from_ne_bytes(arr(b)).into_pyobject(py)?.into_any(),
+        (TypeCode::UINT, 8) => b[0].into_pyobject(py)?.into_any(),
+        (TypeCode::UINT, 16) => u16::from_ne_bytes(arr(b)).into_pyobject(py)?.into_any(),
+        (TypeCode::UINT, 32) => u32::from_ne_bytes(arr(b)).into_pyobject(py)?.into_any(),
+        (TypeCode::UINT, 64) => u64::from_ne_bytes(arr(b)).into_pyobject(py)?.into_any(),
+        (TypeCode::FLOAT, 16) => f64::from(half::f16::from_ne_bytes(arr(b))).into_pyobject(py)?.into_any(),
+        (TypeCode::FLOAT, 32) => f64::from(f32::from_ne_bytes(arr(b))).into_pyobject(py)?.into_any(),
+        (TypeCode::FLOAT, 64) => f64::from_ne_bytes(arr(b)).into_pyobject(py)?.into_any(),
+        (TypeCode::BFLOAT, 16) => f64::from(half::bf16::from_ne_bytes(arr(b))).into_pyobject(py)?.into_any(),
+        (TypeCode::COMPLEX, 64) => {
+            let (re, im) = (f32::from_ne_bytes(arr(&b[..4])), f32::from_ne_bytes(arr(&b[4..])));
+            PyComplex::from_doubles(py, re.into(), im.into()).into_any()
+        }
+        (TypeCode::COMPLEX, 128) => {
+            let (re, im) = (f64::from_ne_bytes(arr(&b[..8])), f64::from_ne_bytes(arr(&b[8..])));
+            PyComplex::from_doubles(py, re, im).into_any()
+        }
+        _ => {
+            return Err(PyBufferError::new_err(format!(
+                "tolist() has no Python scalar for {dtype}; convert with numpy and ml_dtypes (numpy.from_dlpack) instead"
+            )))
+        }
+    };
+    Ok(value)
+}
+
+fn nest<'py>(
+    py: Python<'py>,
+    shape: &[i64],
+    items: &mut impl Iterator<Item = PyResult<Bound<'py, PyAny>>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    match shape.split_first() {
+        None => items.next().expect("one item per element"),
+        Some((&n, rest)) => {
+            let list = PyList::empty(py);
+            for _ in 0..n {
+                list.append(nest(py, rest, items)?)?;
+            }
+            Ok(list.into_any())
+        }
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    #[new]
+    #[pyo3(signature = (x, *, device=None, copy=None))]
+    fn new(
+        x: &Bound<'_, PyAny>,
+        device: Option<&Bound<'_, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Self> {
+        let device = device
+            .filter(|d| !d.is_none())
+            .map(parse_device)
+            .transpose()?;
+        if let Ok(t) = x.cast::<PyTensor>() {
+            return Ok(PyTensor(import::apply_policy(
+                t.get().0.clone(),
+                device,
+                copy,
+            )?));
+        }
+        Ok(PyTensor(import::from_object(x, device, copy)?))
+    }
+
+    /// Extents of each dimension.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.0.shape())
+    }
+    /// Strides in elements.
+    #[getter]
+    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.0.strides())
+    }
+    /// The element type.
+    #[getter]
+    fn dtype(&self) -> PyDType {
+        PyDType(self.0.dtype())
+    }
+    /// Where the memory lives.
+    #[getter]
+    fn device(&self) -> PyDevice {
+        PyDevice(self.0.device())
+    }
+    /// Number of dimensions.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.0.ndim()
+    }
+    /// Number of elements.
+    #[getter]
+    fn size(&self) -> usize {
+        self.0.size()
+    }
+    /// Bytes per element.
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.0.itemsize()
+    }
+    /// Bytes of the elements.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.0.nbytes()
+    }
+    /// True when the memory must not be written through this tensor.
+    #[getter]
+    fn readonly(&self) -> bool {
+        self.0.readonly()
+    }
+    /// True when the memory is a copy made for this tensor.
+    #[getter]
+    fn is_copied(&self) -> bool {
+        self.0.is_copied()
+    }
+    /// Address of the first element.
+    #[getter]
+    fn data_ptr(&self) -> usize {
+        self.0.data_ptr()
+    }
+    /// Row-major dense.
+    #[getter]
+    fn is_c_contiguous(&self) -> bool {
+        self.0.is_c_contiguous()
+    }
+    /// Column-major dense.
+    #[getter]
+    fn is_f_contiguous(&self) -> bool {
+        self.0.is_f_contiguous()
+    }
+    /// NumPy array interface v3 (host-accessible tensors only).
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        array_interface::export(py, &self.0)
+    }
+
+    /// Nested lists of Python scalars.
+    fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let contiguous = if self.0.is_c_contiguous() {
+            self.0.clone()
+        } else {
+            self.0.copy(Order::C)?
+        };
+        let bytes = contiguous.host_bytes()?;
+        let (dtype, itemsize) = (self.0.dtype(), self.0.itemsize());
+        if dtype.is_subbyte() || dtype.lanes() != 1 {
+            return Err(PyBufferError::new_err(format!(
+                "tolist() has no Python scalar for {dtype}"
+            )));
+        }
+        let mut items = bytes.chunks_exact(itemsize).map(|b| scalar(py, dtype, b));
+        nest(py, self.0.shape(), &mut items)
+    }
+
+    /// A new, writable, contiguous copy (`order` "C" or "F") with `is_copied` set.
+    #[pyo3(signature = (order="C"))]
+    fn copy<'py>(&self, py: Python<'py>, order: &str) -> PyResult<Bound<'py, PyTensor>> {
+        let order: Order = order.parse()?;
+        new_tensor(py, self.0.copy(order)?)
+    }
+
+    /// Export as a DLPack capsule.
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<&Bound<'py, PyAny>>,
+        dl_device: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let flavor = Flavor::for_max_version(parse_max_version(max_version)?);
+        let own = self.0.device();
+        let target = match dl_device.filter(|d| !d.is_none()) {
+            None => own,
+            Some(d) => {
+                let (kind, id) = d.extract::<(i32, i32)>().map_err(|_| {
+                    PyValueError::new_err("dl_device must be a (device_type, device_id) tuple")
+                })?;
+                Device::new(DeviceType(kind), id)
+            }
+        };
+        validate_stream(target, stream)?;
+        if target != own {
+            let reason = if copy == Some(false) {
+                "copy=False forbids the transfer"
+            } else {
+                "this transfer is not available"
+            };
+            return Err(PyBufferError::new_err(format!(
+                "cannot export data on {own} to {target}: {reason}; import it on {own} or copy it to the host first"
+            )));
+        }
+        let managed = if copy == Some(true) {
+            self.0.export_copy(flavor, Order::C)?
+        } else {
+            self.0.export(flavor)?
+        };
+        capsule::export(py, managed)
+    }
+
+    /// `(device_type, device_id)` of the memory.
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        let d = self.0.device();
+        (d.kind.0, d.id)
+    }
+
+    /// # Safety
+    /// Called by CPython's buffer protocol with a `Py_buffer` it owns.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut pyo3::ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        let tensor = slf.get().0.clone();
+        // SAFETY: CPython passes a Py_buffer it owns; it calls __releasebuffer__ on it later.
+        unsafe { buffer::fill(view, flags, &tensor, slf.into_any()) }
+    }
+
+    /// # Safety
+    /// Called by CPython with a view filled by `__getbuffer__`.
+    unsafe fn __releasebuffer__(&self, view: *mut pyo3::ffi::Py_buffer) {
+        // SAFETY: the view was filled by buffer::fill in __getbuffer__.
+        unsafe { buffer::release(view) }
+    }
+
+    fn __len__(&self) -> PyResult<usize> {
+        self.0
+            .shape()
+            .first()
+            .map(|&n| n as usize)
+            .ok_or_else(|| PyTypeError::new_err("len() of a 0-d tensor"))
+    }
+
+    fn __repr__(&self) -> String {
+        let t = &self.0;
+        let fmt = |v: &[i64]| match v {
+            [one] => format!("({one},)"),
+            _ => format!(
+                "({})",
+                v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        format!(
+            "dlbridge.Tensor(shape={}, dtype={}, device={}, strides={}, readonly={}, is_copied={})",
+            fmt(t.shape()),
+            t.dtype(),
+            t.device(),
+            fmt(t.strides()),
+            if t.readonly() { "True" } else { "False" },
+            if t.is_copied() { "True" } else { "False" },
+        )
+    }
+}

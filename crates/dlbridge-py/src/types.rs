@@ -1,0 +1,135 @@
+//! `dlbridge.DType` and `dlbridge.Device`.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use dlbridge::{DType, Device, DeviceType};
+
+/// An element type: DLPack code, bits per lane and lanes. Equal to its name string.
+#[pyclass(name = "DType", module = "dlbridge", frozen)]
+pub struct PyDType(pub DType);
+
+#[pymethods]
+impl PyDType {
+    #[new]
+    fn new(name: &str) -> PyResult<Self> {
+        DType::from_name(name)
+            .map(PyDType)
+            .ok_or_else(|| PyValueError::new_err(format!("unknown dtype name {name:?}")))
+    }
+    /// The NumPy / ml_dtypes name.
+    #[getter]
+    fn name(&self) -> String {
+        self.0.name()
+    }
+    /// The DLPack type code.
+    #[getter]
+    fn code(&self) -> u8 {
+        self.0.code().0
+    }
+    /// Bits per lane.
+    #[getter]
+    fn bits(&self) -> u8 {
+        self.0.bits()
+    }
+    /// Number of lanes.
+    #[getter]
+    fn lanes(&self) -> u16 {
+        self.0.lanes()
+    }
+    /// Bytes per element.
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.0.itemsize()
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        if let Ok(d) = other.cast::<PyDType>() {
+            return d.get().0 == self.0;
+        }
+        other.extract::<String>().is_ok_and(|s| s == self.0.name())
+    }
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.0.name().hash(&mut h);
+        h.finish()
+    }
+    fn __str__(&self) -> String {
+        self.0.name()
+    }
+    fn __repr__(&self) -> String {
+        format!("dlbridge.DType('{}')", self.0.name())
+    }
+}
+
+/// A device: DLPack device type and ordinal. Equal to its string form and `(type, id)` tuple.
+#[pyclass(name = "Device", module = "dlbridge", frozen)]
+pub struct PyDevice(pub Device);
+
+/// Parse a device argument: a string, a `Device`, or a `(type, id)` tuple.
+pub fn parse_device(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
+    if let Ok(d) = obj.cast::<PyDevice>() {
+        return Ok(d.get().0);
+    }
+    if let Ok(s) = obj.extract::<String>() {
+        return Ok(s.parse::<Device>()?);
+    }
+    if let Ok((kind, id)) = obj.extract::<(i32, i32)>() {
+        if kind <= 0 || id < 0 {
+            return Err(PyValueError::new_err(format!(
+                "invalid device ({kind}, {id})"
+            )));
+        }
+        return Ok(Device::new(DeviceType(kind), id));
+    }
+    if let Ok(dl) = obj.call_method0("__dlpack_device__") {
+        if let Ok((kind, id)) = dl.extract::<(i32, i32)>() {
+            return Ok(Device::new(DeviceType(kind), id));
+        }
+    }
+    Err(PyValueError::new_err(format!(
+        "cannot interpret {} as a device: use \"cpu\", \"cuda:1\", a dlbridge.Device or a (type, id) tuple",
+        obj.repr()?
+    )))
+}
+
+#[pymethods]
+impl PyDevice {
+    #[new]
+    fn new(device: &Bound<'_, PyAny>) -> PyResult<Self> {
+        parse_device(device).map(PyDevice)
+    }
+    /// The DLPack device type.
+    #[getter]
+    fn r#type(&self) -> i32 {
+        self.0.kind.0
+    }
+    /// The ordinal.
+    #[getter]
+    fn id(&self) -> i32 {
+        self.0.id
+    }
+    /// The device kind name.
+    #[getter]
+    fn name(&self) -> String {
+        self.0
+            .kind
+            .name()
+            .map_or_else(|| format!("device{}", self.0.kind.0), str::to_owned)
+    }
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (self.0.kind.0, self.0.id)
+    }
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        parse_device(other).is_ok_and(|d| d == self.0)
+    }
+    fn __hash__(&self) -> u64 {
+        (self.0.kind.0 as u64) << 32 | self.0.id as u32 as u64
+    }
+    fn __str__(&self) -> String {
+        self.0.to_string()
+    }
+    fn __repr__(&self) -> String {
+        format!("dlbridge.Device('{}')", self.0)
+    }
+}
