@@ -31,6 +31,7 @@ from typing import Any, Callable
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 N_ELEMS = 16
+_LOAD_AT_START = "unknown"
 
 FULL = {"number": 2000, "samples": 41, "warmup": 1000}
 QUICK = {"number": 200, "samples": 5, "warmup": 100}
@@ -80,6 +81,7 @@ class Timing:
     min_ns: float | None = None
     med_ns: float | None = None
     error: str | None = None
+    detail: str = ""
 
     def cell(self) -> str:
         if self.error:
@@ -105,6 +107,7 @@ def measure_pair(
             loops.append(loop)
         except Exception as exc:  # noqa: BLE001 - reported in the table
             out[i].error = _error_name(exc)
+            out[i].detail = str(exc).splitlines()[0][:200] if str(exc) else ""
             loops.append(None)
     per_call: list[list[float]] = [[], []]
     gc.collect()
@@ -299,6 +302,27 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def _native_build(dlbridge: Any | None) -> str:
+    """Which compiled extension was measured, and when it was built (rebuilds change it)."""
+    native = getattr(dlbridge, "_native", None)
+    path = getattr(native, "__file__", None)
+    if not path:
+        return "unknown"
+    built = _dt.datetime.fromtimestamp(os.path.getmtime(path), _dt.timezone.utc)
+    try:
+        shown = os.path.relpath(path, HERE.parent)
+    except ValueError:
+        shown = path
+    return f"`{shown}` built {built:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _loadavg() -> str:
+    try:
+        return " / ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def _git_rev() -> str:
     try:
         root = HERE.parent
@@ -334,9 +358,11 @@ def header(mods: dict[str, Any], params: dict[str, int], command: str, pinned: s
         f"- Python: {platform.python_implementation()} {platform.python_version()} "
         f"({sys.executable})",
         f"- versions: {vers}",
-        f"- dlbridge commit: {_git_rev()}",
+        f"- dlbridge commit: {_git_rev()}; extension {_native_build(mods.get('dlbridge'))}",
         f"- CPU: {_cpu_model()} ({os.cpu_count()} logical CPUs; {pinned})",
         f"- OS: {platform.platform()}",
+        f"- load average at start (1/5/15 min): {_LOAD_AT_START} (other processes share these CPUs; "
+        "interleaved samples keep the ratios comparable, absolute times drift with load)",
         f"- empty-loop overhead: {loop_ns:.1f} ns per iteration (included in both sides, not "
         "subtracted)",
         "",
@@ -352,8 +378,12 @@ def notes(results: list[Row], missing: dict[str, str]) -> str:
     for r in results:
         if r.skipped:
             out.append(f"- skipped `{r.exchange}`: {r.skipped}")
-        elif r.note:
+            continue
+        if r.note:
             out.append(f"- `{r.exchange}`: {r.note}")
+        for side, t in ((r.exchange, r.a), (r.baseline, r.b)):
+            if t.error:
+                out.append(f"- `{side}` raised {t.error[len('error: '):]}: {t.detail}")
     return ("\n\nNotes:\n\n" + "\n".join(out)) if out else ""
 
 
@@ -389,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
 
+    global _LOAD_AT_START
+    _LOAD_AT_START = _loadavg()
     import numpy as np
 
     ns, missing = build_namespace(np)
@@ -413,7 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         absent = [n for n in r.needs if n not in ns]
         if absent:
-            r.skipped = "; ".join(missing.get(n, f"{n} unavailable") for n in absent)
+            reasons = [missing[n] for n in absent if n in missing]
+            r.skipped = "; ".join(reasons or [f"{n} unavailable" for n in absent])
             print(f"skip  {r.exchange}: {r.skipped}", file=sys.stderr)
             continue
         print(f"time  {r.exchange}  vs  {r.baseline}", file=sys.stderr, flush=True)
@@ -428,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results))
     note_text = notes(results, missing)
     if note_text:
-        print(note_text)
+        print("\n" + note_text.lstrip("\n"))
     if not args.no_write:
         out = args.out or RESULTS / ("exchange-quick.md" if args.quick else "exchange.md")
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -37,11 +37,10 @@ except ImportError:  # pragma: no cover
 
 @pytest.fixture
 def collect():
-    """Run a full garbage collection (several passes, for reference cycles through capsules)."""
+    """Run a full garbage collection (for reference cycles through capsules / owners)."""
 
     def _collect() -> None:
-        for _ in range(3):
-            gc.collect()
+        gc.collect()
 
     return _collect
 

@@ -205,7 +205,7 @@ def import_or_peer_limitation(peer_name: str, consume, tensor, reference: np.nda
         except Exception as exc_direct:  # noqa: BLE001
             pytest.xfail(
                 f"peer limitation: {peer_name} also refuses the NumPy array directly "
-                f"({type(exc_direct).__name__}: {str(exc_direct)[:160]})"
+                f"({type(exc_direct).__name__}: {str(exc_direct)[:80]})"
             )
         raise exc_dlbridge
 

@@ -280,6 +280,22 @@ def test_dtype_codes_exported(dtype):  # C24
         assert info["dtype"] == DLPACK_CODE[dtype] + (1,)
 
 
+@pytest.mark.parametrize("dtype, value", [("uint16", 2**16 - 1), ("uint32", 2**32 - 1), ("uint64", 2**64 - 1)])
+def test_unsigned_never_wraps_to_signed(dtype, value):  # C27
+    a = np.array([value, 1, value - 1], dtype=dtype)
+    t = dlbridge.from_dlpack(a)
+    assert t.dtype == dtype and t.dtype.code == 1
+    assert t.tolist() == [value, 1, value - 1]
+    for mv in (None, (1, 0), (1, 3)):
+        info = inspect_capsule(t.__dlpack__(max_version=mv) if mv else t.__dlpack__())
+        assert info["dtype"][0] == 1  # kDLUInt
+    back = np.from_dlpack(t)
+    assert back.dtype == np.dtype(dtype)
+    assert back.tolist() == [value, 1, value - 1]
+    assert memoryview(t).tolist() == [value, 1, value - 1]
+    assert np.asarray(t).dtype == np.dtype(dtype)
+
+
 def _float8_tensor(collect_list):
     """A float8_e4m3fn tensor built from a hand-made versioned 1.1 capsule."""
     raw = np.array([0x38, 0x40, 0x44], dtype=np.uint8)  # 1.0, 2.0, 3.0 in e4m3fn
@@ -312,8 +328,9 @@ def test_bfloat16_export_code():  # C25
     for mv in (None, (1, 0), (1, 3)):  # bfloat16 exists since DLPack 0.3
         info = inspect_capsule(t.__dlpack__(max_version=mv) if mv else t.__dlpack__())
         assert info["dtype"] == (4, 16, 1)
-    # NumPy has no bfloat16: a clean BufferError, not a crash or a silent uint16
-    with pytest.raises(BufferError):
+    # NumPy has no bfloat16: a clean exception, not a crash or a silent uint16
+    # (numpy 2.4 itself raises RuntimeError "Unsupported dtype in DLTensor")
+    with pytest.raises((BufferError, RuntimeError)):
         np.from_dlpack(t)
 
 
@@ -418,3 +435,23 @@ def test_many_exports_do_not_leak(collect):  # C19 C21 (CPU analogue)
     collect()
     growth = _rss() - before
     assert growth < 3_000_000, f"RSS grew by {growth} bytes over 30000 export rounds"
+
+
+def test_capsule_outlives_tensor_and_is_consumable(collect):
+    a = make("float64", (3, 4))[:, ::2]
+    t = dlbridge.from_dlpack(a)
+    caps = [t.__dlpack__(max_version=(1, 3)), t.__dlpack__()]
+    del t
+    collect()
+    for cap in caps:  # shape/strides storage must live with the capsule, not the Tensor
+
+        class Wrap:
+            def __dlpack__(self, _cap=cap, **kw):
+                return _cap
+
+            def __dlpack_device__(self):
+                return (1, 0)
+
+        n = np.from_dlpack(Wrap())
+        assert n.strides == a.strides
+        assert_values_equal(n, a)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 import dlbridge  # noqa: E402
 from dlb_testing import NUMPY_DTYPES, assert_strides_equivalent, make  # noqa: E402
+from dlpack_ctypes import c_strides  # noqa: E402
 
 
 @st.composite
@@ -31,7 +32,7 @@ def sliced_arrays(draw):
         start = draw(st.one_of(st.none(), st.integers(-n, n)))
         stop = draw(st.one_of(st.none(), st.integers(-n, n)))
         index.append(slice(start, stop, step))
-    arr = base[tuple(index)]
+    arr = base[tuple(index)] if index else base  # base[()] of a 0-d array is a scalar
     if draw(st.booleans()) and arr.ndim >= 2:
         perm = draw(st.permutations(range(arr.ndim)))
         arr = arr.transpose(perm)
@@ -41,7 +42,10 @@ def sliced_arrays(draw):
 class _AI:
     def __init__(self, arr):
         self._arr = arr
-        self.__array_interface__ = arr.__array_interface__
+
+    @property
+    def __array_interface__(self):
+        return self._arr.__array_interface__
 
 
 def _check(t, arr, shared=True):
@@ -115,4 +119,66 @@ def test_exported_capsule_describes_same_memory(arr):
         assert info["strides"] is not None
     if arr.size:
         assert info["data_ptr"] == arr.ctypes.data
+    if arr.ndim:
         assert_strides_equivalent(info["strides"], arr)
+
+
+def _ref_contiguous(shape, strides, order):
+    """Reference: dense in the given order, ignoring dims of extent <= 1."""
+    dims = [(n, s) for n, s in zip(shape, strides) if n > 1]
+    if order == "C":
+        dims = dims[::-1]
+    expected = 1
+    for n, s in dims:
+        if s != expected:
+            return False
+        expected *= n
+    return True
+
+
+@st.composite
+def raw_layouts(draw):
+    ndim = draw(st.integers(0, 4))
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=ndim, max_size=ndim)))
+    kind = draw(st.sampled_from(["C", "F", "random"]))
+    if kind == "C":
+        strides = list(c_strides(shape))
+    elif kind == "F":
+        strides = list(c_strides(shape[::-1]))[::-1]
+    else:
+        strides = draw(st.lists(st.integers(-7, 7), min_size=ndim, max_size=ndim))
+    # strides of extent-1 dims are meaningless: make them junk sometimes (C4)
+    for i, n in enumerate(shape):
+        if n == 1 and draw(st.booleans()):
+            strides[i] = draw(st.integers(-1000, 1000))
+    return shape, tuple(strides)
+
+
+@given(raw_layouts(), st.sampled_from(["int16", "float32", "complex128", "bool"]))
+def test_raw_capsule_layouts(layout, dtype):  # C4 C5 C6
+    from dlpack_ctypes import FakeManagedTensor
+
+    shape, strides = layout
+    lo = sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+    span = hi - lo + 1
+    buf = make(dtype, (span,))
+    itemsize = buf.itemsize
+    view = np.lib.stride_tricks.as_strided(
+        buf[-lo:], shape=shape, strides=tuple(s * itemsize for s in strides)
+    )
+    fake = FakeManagedTensor(data=buf, shape=shape, strides=strides, dtype=dtype,
+                             byte_offset=-lo * itemsize)
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert t.shape == shape
+    assert t.data_ptr == buf.ctypes.data - lo * itemsize
+    for n, got, want in zip(shape, t.strides, strides):
+        if n > 1:
+            assert got == want
+    assert t.is_c_contiguous == _ref_contiguous(shape, strides, "C")
+    assert t.is_f_contiguous == _ref_contiguous(shape, strides, "F")
+    assert t.tolist() == view.tolist()
+    np.testing.assert_array_equal(np.from_dlpack(t), view, strict=True)
+    np.testing.assert_array_equal(np.from_dlpack(t.copy()), view, strict=True)
+    del t
+    assert fake.finalize() == 1

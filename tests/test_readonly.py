@@ -112,9 +112,12 @@ def test_buffer_export_readonly(ro_source):
 
 
 def test_copy_is_writable(ro_source):
-    _, src, ref = ro_source
+    name, src, ref = ro_source
     t = dlbridge.from_dlpack(src)
-    for c in (t.copy(), dlbridge.from_dlpack(t, copy=True), dlbridge.from_dlpack(src, copy=True)):
+    copies = [t.copy(), dlbridge.from_dlpack(t, copy=True)]
+    if "capsule" not in name:  # a capsule can be consumed only once
+        copies.append(dlbridge.from_dlpack(src, copy=True))
+    for c in copies:
         assert not c.readonly and c.is_copied
         n = np.from_dlpack(c)
         assert n.flags.writeable

@@ -14,7 +14,6 @@ import pytest
 import dlbridge
 from dlb_testing import (
     LAYOUTS,
-    NUMPY_DTYPES,
     assert_strides_equivalent,
     assert_tensor_like,
     assert_values_equal,

@@ -1,6 +1,7 @@
 //! The `dlbridge._native` extension module: `Tensor`, `DType`, `Device` and `from_dlpack`.
 //! Everything here is a thin shell over the `dlbridge` crate.
 
+mod arrow;
 mod tensor;
 mod types;
 
@@ -24,16 +25,10 @@ fn from_dlpack<'py>(
         .map(parse_device)
         .transpose()?;
     if let Ok(t) = x.cast::<PyTensor>() {
-        if device.is_none_or(|d| d == t.get().0.device())
-            && copy != Some(true)
-            && t.get().0.is_aligned()
-        {
-            return Ok(t.clone());
-        }
-        return new_tensor(
-            x.py(),
-            import::apply_policy(t.get().0.clone(), device, copy)?,
-        );
+        return match import::apply_policy(&t.get().0, device, copy)? {
+            None => Ok(t.clone()),
+            Some(copied) => new_tensor(x.py(), copied),
+        };
     }
     new_tensor(x.py(), import::from_object(x, device, copy)?)
 }

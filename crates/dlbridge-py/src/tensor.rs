@@ -13,7 +13,7 @@ use dlbridge::{DType, Device, DeviceType, Order, Tensor, TypeCode};
 use crate::types::{parse_device, PyDType, PyDevice};
 
 /// An owned, validated view of array memory.
-#[pyclass(name = "Tensor", module = "dlbridge", frozen)]
+#[pyclass(name = "Tensor", module = "dlbridge", frozen, freelist = 64)]
 pub struct PyTensor(pub Tensor);
 
 fn parse_max_version(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<(u32, u32)>> {
@@ -122,11 +122,9 @@ impl PyTensor {
             .map(parse_device)
             .transpose()?;
         if let Ok(t) = x.cast::<PyTensor>() {
-            return Ok(PyTensor(import::apply_policy(
-                t.get().0.clone(),
-                device,
-                copy,
-            )?));
+            let inner = &t.get().0;
+            let tensor = import::apply_policy(inner, device, copy)?;
+            return Ok(PyTensor(tensor.unwrap_or_else(|| inner.clone())));
         }
         Ok(PyTensor(import::from_object(x, device, copy)?))
     }

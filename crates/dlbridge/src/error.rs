@@ -98,6 +98,25 @@ pub enum Error {
     /// Allocation failed.
     #[error("out of memory allocating {0} bytes")]
     OutOfMemory(usize),
+    /// The CUDA driver cannot be used here: not installed, no device, too old, or dlbridge was
+    /// built without the `cuda` feature.
+    #[error("CUDA is not available: {reason}; data cannot be moved to, from or between CUDA devices here")]
+    CudaUnavailable {
+        /// Why (library not found, missing symbol, `cuInit` error...).
+        reason: String,
+    },
+    /// A CUDA driver call failed.
+    #[error("the CUDA driver call {call} failed with {name} ({code}): {message}")]
+    Cuda {
+        /// The driver function.
+        call: &'static str,
+        /// The `CUresult` code.
+        code: i32,
+        /// The code's name (`CUDA_ERROR_...`).
+        name: String,
+        /// The driver's description.
+        message: String,
+    },
 }
 
 impl Error {

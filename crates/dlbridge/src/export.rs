@@ -6,6 +6,8 @@
 use std::ffi::c_void;
 use std::ptr;
 
+use smallvec::SmallVec;
+
 use crate::copy::Order;
 use crate::device::DeviceType;
 use crate::error::{Error, Result};
@@ -46,29 +48,62 @@ impl Flavor {
     }
 }
 
+/// Shape followed by strides; up to 4 dimensions inline in the block.
+type Dims = SmallVec<[i64; 8]>;
+
+/// One heap allocation per export: the managed struct first (so the struct pointer is the
+/// block pointer), then the dims its shape/strides point into, then the owner share.
 #[repr(C)]
-struct VersionedBlock {
-    managed: DLManagedTensorVersioned,
-    dims: Box<[i64]>,
+struct Block<M> {
+    managed: M,
+    dims: Dims,
     owner: Owner,
 }
 
-#[repr(C)]
-struct LegacyBlock {
-    managed: DLManagedTensor,
-    dims: Box<[i64]>,
-    owner: Owner,
+/// The two managed-struct flavours, as far as the block needs them.
+trait ManagedStruct {
+    fn tensor_and_ctx(&mut self) -> (&mut DLTensor, &mut *mut c_void);
+}
+
+impl ManagedStruct for DLManagedTensor {
+    fn tensor_and_ctx(&mut self) -> (&mut DLTensor, &mut *mut c_void) {
+        (&mut self.dl_tensor, &mut self.manager_ctx)
+    }
+}
+
+impl ManagedStruct for DLManagedTensorVersioned {
+    fn tensor_and_ctx(&mut self) -> (&mut DLTensor, &mut *mut c_void) {
+        (&mut self.dl_tensor, &mut self.manager_ctx)
+    }
+}
+
+/// Move `block` to the heap and point its tensor's shape/strides (and `manager_ctx`) into it.
+fn into_raw_block<M: ManagedStruct>(block: Block<M>, ndim: usize) -> *mut Block<M> {
+    let raw = Box::into_raw(Box::new(block));
+    // SAFETY: `raw` is a live, uniquely owned block that never moves again, so pointers into its
+    // own `dims` (inline or heap) stay valid until the deleter frees it; `dims` holds 2 * ndim
+    // entries.
+    unsafe {
+        let block = &mut *raw;
+        let (tensor, ctx) = block.managed.tensor_and_ctx();
+        *ctx = raw.cast();
+        if ndim > 0 {
+            tensor.shape = block.dims.as_mut_ptr();
+            tensor.strides = tensor.shape.add(ndim);
+        }
+    }
+    raw
 }
 
 unsafe extern "C" fn delete_versioned(managed: *mut DLManagedTensorVersioned) {
-    // SAFETY: `managed` is the first field of a repr(C) VersionedBlock leaked by Box::into_raw
-    // in `export`; the DLPack contract calls the deleter exactly once.
-    drop(unsafe { Box::from_raw(managed.cast::<VersionedBlock>()) });
+    // SAFETY: `managed` is the first field of a repr(C) Block made by `into_raw_block`; the
+    // DLPack contract calls the deleter exactly once.
+    drop(unsafe { Box::from_raw(managed.cast::<Block<DLManagedTensorVersioned>>()) });
 }
 
 unsafe extern "C" fn delete_legacy(managed: *mut DLManagedTensor) {
-    // SAFETY: as for delete_versioned, with a LegacyBlock.
-    drop(unsafe { Box::from_raw(managed.cast::<LegacyBlock>()) });
+    // SAFETY: as for delete_versioned.
+    drop(unsafe { Box::from_raw(managed.cast::<Block<DLManagedTensor>>()) });
 }
 
 /// Devices whose `data` is a real address, so the first element can be put in `data` with
@@ -85,6 +120,16 @@ fn has_pointer_data(kind: DeviceType) -> bool {
             | DeviceType::ROCM_HOST
             | DeviceType::ONEAPI
     )
+}
+
+/// `data` and `byte_offset` to publish: the first element with offset 0 where `data` is an
+/// address, the received base and offset otherwise.
+pub(crate) fn data_and_offset(tensor: &Tensor) -> (*mut c_void, u64) {
+    if has_pointer_data(tensor.device().kind) {
+        (tensor.data_ptr() as *mut c_void, 0)
+    } else {
+        (tensor.raw_data(), tensor.byte_offset())
+    }
 }
 
 impl Tensor {
@@ -124,24 +169,14 @@ impl Tensor {
         }
 
         let ndim = self.ndim();
-        let mut dims: Box<[i64]> = self
+        let dims: Dims = self
             .shape()
             .iter()
+            .chain(self.layout().export_strides().iter())
             .copied()
-            .chain(self.layout().export_strides())
             .collect();
-        let (shape, strides) = if ndim == 0 {
-            (ptr::null_mut(), ptr::null_mut())
-        } else {
-            let base = dims.as_mut_ptr();
-            // `dims` holds 2 * ndim entries; its heap storage does not move with the Box.
-            (base, base.wrapping_add(ndim))
-        };
-        let (data, byte_offset) = if has_pointer_data(self.device().kind) {
-            (self.data_ptr() as *mut c_void, 0)
-        } else {
-            (self.raw_data(), self.byte_offset())
-        };
+        let (shape, strides) = (ptr::null_mut(), ptr::null_mut());
+        let (data, byte_offset) = data_and_offset(self);
         let dl_tensor = DLTensor {
             data: if self.size() == 0 && data.is_null() {
                 ptr::null_mut()
@@ -158,7 +193,7 @@ impl Tensor {
         let owner = self.owner().clone();
         let managed = match flavor {
             Flavor::Legacy => {
-                let block = Box::new(LegacyBlock {
+                let block = Block {
                     managed: DLManagedTensor {
                         dl_tensor,
                         manager_ctx: ptr::null_mut(),
@@ -166,11 +201,8 @@ impl Tensor {
                     },
                     dims,
                     owner,
-                });
-                let raw = Box::into_raw(block);
-                // SAFETY: `raw` is a live, uniquely owned block; pointing manager_ctx at itself
-                // is informational only (the deleter recovers the block from `managed`).
-                unsafe { (*raw).managed.manager_ctx = raw.cast() };
+                };
+                let raw = into_raw_block(block, ndim);
                 // SAFETY: a valid legacy managed tensor whose deleter frees it; ownership passes.
                 unsafe { ManagedTensor::from_legacy(raw.cast()) }
             }
@@ -185,7 +217,7 @@ impl Tensor {
                 if self.subbyte_padded() {
                     flags |= FLAG_IS_SUBBYTE_TYPE_PADDED;
                 }
-                let block = Box::new(VersionedBlock {
+                let block = Block {
                     managed: DLManagedTensorVersioned {
                         version: DLPackVersion {
                             major: DLPACK_MAJOR_VERSION,
@@ -198,10 +230,8 @@ impl Tensor {
                     },
                     dims,
                     owner,
-                });
-                let raw = Box::into_raw(block);
-                // SAFETY: as for the legacy block.
-                unsafe { (*raw).managed.manager_ctx = raw.cast() };
+                };
+                let raw = into_raw_block(block, ndim);
                 // SAFETY: a valid versioned managed tensor whose deleter frees it.
                 unsafe { ManagedTensor::from_versioned(raw.cast()) }
             }

@@ -3,20 +3,22 @@
 //! Strides are in elements (the DLPack convention). All arithmetic is checked: a layout is
 //! accepted only if every element address it implies fits in `isize` bytes.
 
+use smallvec::SmallVec;
+
 use crate::error::{Error, Result};
 
 /// Most dimensions a layout may have (the buffer protocol's `PyBUF_MAX_NDIM`).
 pub const MAX_NDIM: usize = 64;
 
+/// Shape followed by strides; up to 2 dimensions live inline (no allocation). Kept small so a
+/// `Tensor` moves cheaply.
+type Dims = SmallVec<[i64; 4]>;
+
 /// A validated shape and strides (in elements). Strides are always present.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
-    shape: Box<[i64]>,
-    strides: Box<[i64]>,
+    dims: Dims,
     size: usize,
-    /// Lowest and highest element offset reachable from the first element (both 0 when empty).
-    lo: i64,
-    hi: i64,
 }
 
 fn invalid(msg: String) -> Error {
@@ -110,13 +112,9 @@ impl Layout {
         }
         let size =
             usize::try_from(size).map_err(|_| invalid(format!("shape {shape:?} too large")))?;
-        Ok(Self {
-            shape: shape.into(),
-            strides: strides.into(),
-            size,
-            lo,
-            hi,
-        })
+        let mut dims = Dims::from_slice(shape);
+        dims.extend_from_slice(strides);
+        Ok(Self { dims, size })
     }
 
     /// A C-contiguous layout for `shape`.
@@ -126,46 +124,58 @@ impl Layout {
 
     /// Extents.
     pub fn shape(&self) -> &[i64] {
-        &self.shape
+        &self.dims[..self.ndim()]
     }
     /// Strides in elements.
     pub fn strides(&self) -> &[i64] {
-        &self.strides
+        &self.dims[self.ndim()..]
     }
     /// Number of dimensions.
     pub fn ndim(&self) -> usize {
-        self.shape.len()
+        self.dims.len() / 2
     }
     /// Number of elements.
     pub fn size(&self) -> usize {
         self.size
     }
-    /// Lowest element offset reachable from the first element (`<= 0`).
+    /// Lowest element offset reachable from the first element (`<= 0`; 0 when empty).
     pub fn min_offset(&self) -> i64 {
-        self.lo
+        self.reach().filter(|r| *r < 0).sum()
     }
-    /// Highest element offset reachable from the first element (`>= 0`).
+    /// Highest element offset reachable from the first element (`>= 0`; 0 when empty).
     pub fn max_offset(&self) -> i64 {
-        self.hi
+        self.reach().filter(|r| *r > 0).sum()
+    }
+
+    /// `(extent - 1) * stride` per dimension (nothing when empty); validated not to overflow.
+    fn reach(&self) -> impl Iterator<Item = i64> + '_ {
+        let empty = self.size == 0;
+        self.shape()
+            .iter()
+            .zip(self.strides())
+            .filter(move |_| !empty)
+            .map(|(&n, &s)| (n - 1) * s)
     }
 
     /// Row-major dense. Dimensions of extent 1 are ignored; a zero-size layout is contiguous.
     pub fn is_c_contiguous(&self) -> bool {
-        self.size == 0 || dense(self.shape.iter().zip(self.strides.iter()).rev())
+        self.size == 0 || dense(self.shape().iter().zip(self.strides()).rev())
     }
 
     /// Column-major dense. Dimensions of extent 1 are ignored; a zero-size layout is contiguous.
     pub fn is_f_contiguous(&self) -> bool {
-        self.size == 0 || dense(self.shape.iter().zip(self.strides.iter()))
+        self.size == 0 || dense(self.shape().iter().zip(self.strides()))
     }
 
     /// The strides to publish: the real ones, except for zero-size layouts whose strides are
     /// meaningless and are published row-major (`(0, 2048)` gets `(2048, 1)`).
-    pub fn export_strides(&self) -> Vec<i64> {
+    pub fn export_strides(&self) -> std::borrow::Cow<'_, [i64]> {
         if self.size == 0 {
-            c_strides(&self.shape).expect("validated shapes do not overflow")
+            c_strides(self.shape())
+                .expect("validated shapes do not overflow")
+                .into()
         } else {
-            self.strides.to_vec()
+            self.strides().into()
         }
     }
 }
@@ -206,7 +216,7 @@ mod tests {
         let l = Layout::new(&[0, 2048], Some(&[0, 2048]), 4).unwrap();
         assert_eq!(l.size(), 0);
         assert!(l.is_c_contiguous() && l.is_f_contiguous());
-        assert_eq!(l.export_strides(), vec![2048, 1]); // C10
+        assert_eq!(&*l.export_strides(), &[2048, 1]); // C10
         let s = Layout::new(&[], None, 8).unwrap();
         assert_eq!(s.size(), 1);
         assert!(s.is_c_contiguous());

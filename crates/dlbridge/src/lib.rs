@@ -22,6 +22,7 @@
 //! With the `pyo3` feature, [`python`] adds capsules, buffer-protocol and array-interface
 //! import, so other PyO3 extensions can reuse the same importers.
 
+pub mod arrow;
 pub mod copy;
 pub mod device;
 pub mod dtype;

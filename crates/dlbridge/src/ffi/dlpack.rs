@@ -155,3 +155,119 @@ impl DLManagedTensor {
         &self.dl_tensor
     }
 }
+
+/// `DLPackManagedTensorAllocator`: allocate a producer-owned tensor shaped like `prototype`.
+pub type ManagedTensorAllocator = unsafe extern "C" fn(
+    prototype: *mut DLTensor,
+    out: *mut *mut DLManagedTensorVersioned,
+    error_ctx: *mut c_void,
+    set_error: Option<
+        unsafe extern "C" fn(*mut c_void, *const std::ffi::c_char, *const std::ffi::c_char),
+    >,
+) -> i32;
+/// `DLPackManagedTensorFromPyObjectNoSync`: export a Python object as an owned managed tensor.
+pub type ManagedTensorFromPyObject =
+    unsafe extern "C" fn(py_object: *mut c_void, out: *mut *mut DLManagedTensorVersioned) -> i32;
+/// `DLPackManagedTensorToPyObjectNoSync`: wrap (stealing) a managed tensor as a Python object.
+pub type ManagedTensorToPyObject =
+    unsafe extern "C" fn(tensor: *mut DLManagedTensorVersioned, out: *mut *mut c_void) -> i32;
+/// `DLPackDLTensorFromPyObjectNoSync`: describe a Python object in a caller-provided DLTensor.
+pub type DLTensorFromPyObject =
+    unsafe extern "C" fn(py_object: *mut c_void, out: *mut DLTensor) -> i32;
+/// `DLPackCurrentWorkStream`: the producer's current stream for a device.
+pub type CurrentWorkStream =
+    unsafe extern "C" fn(device_type: i32, device_id: i32, out: *mut *mut c_void) -> i32;
+
+/// `DLPackExchangeAPIHeader`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLPackExchangeAPIHeader {
+    pub(crate) version: DLPackVersion,
+    pub(crate) prev_api: *mut DLPackExchangeAPIHeader,
+}
+
+/// `DLPackExchangeAPI` (DLPack 1.2+, discovered through `__dlpack_c_exchange_api__` in 1.3).
+#[repr(C)]
+#[derive(Debug)]
+pub struct DLPackExchangeAPI {
+    pub(crate) header: DLPackExchangeAPIHeader,
+    pub(crate) managed_tensor_allocator: Option<ManagedTensorAllocator>,
+    pub(crate) managed_tensor_from_py_object_no_sync: Option<ManagedTensorFromPyObject>,
+    pub(crate) managed_tensor_to_py_object_no_sync: Option<ManagedTensorToPyObject>,
+    pub(crate) dltensor_from_py_object_no_sync: Option<DLTensorFromPyObject>,
+    pub(crate) current_work_stream: Option<CurrentWorkStream>,
+}
+
+// SAFETY: the table is immutable function pointers and a NULL `prev_api`, shared for the
+// process lifetime; nothing in it is ever written after construction.
+unsafe impl Sync for DLPackExchangeAPI {}
+
+#[cfg(target_pointer_width = "64")]
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(size_of::<DLPackExchangeAPIHeader>() == 16);
+    assert!(size_of::<DLPackExchangeAPI>() == 56);
+    assert!(offset_of!(DLPackExchangeAPI, managed_tensor_allocator) == 16);
+    assert!(offset_of!(DLPackExchangeAPI, managed_tensor_from_py_object_no_sync) == 24);
+    assert!(offset_of!(DLPackExchangeAPI, managed_tensor_to_py_object_no_sync) == 32);
+    assert!(offset_of!(DLPackExchangeAPI, dltensor_from_py_object_no_sync) == 40);
+    assert!(offset_of!(DLPackExchangeAPI, current_work_stream) == 48);
+};
+
+impl DLPackExchangeAPI {
+    /// A version-1.3 table with no older table behind it.
+    pub const fn new(
+        managed_tensor_allocator: ManagedTensorAllocator,
+        managed_tensor_from_py_object_no_sync: ManagedTensorFromPyObject,
+        managed_tensor_to_py_object_no_sync: ManagedTensorToPyObject,
+        dltensor_from_py_object_no_sync: Option<DLTensorFromPyObject>,
+        current_work_stream: CurrentWorkStream,
+    ) -> Self {
+        Self {
+            header: DLPackExchangeAPIHeader {
+                version: DLPackVersion {
+                    major: DLPACK_MAJOR_VERSION,
+                    minor: DLPACK_MINOR_VERSION,
+                },
+                prev_api: std::ptr::null_mut(),
+            },
+            managed_tensor_allocator: Some(managed_tensor_allocator),
+            managed_tensor_from_py_object_no_sync: Some(managed_tensor_from_py_object_no_sync),
+            managed_tensor_to_py_object_no_sync: Some(managed_tensor_to_py_object_no_sync),
+            dltensor_from_py_object_no_sync,
+            current_work_stream: Some(current_work_stream),
+        }
+    }
+
+    /// The version the table was written for.
+    pub fn version(&self) -> DLPackVersion {
+        self.header.version
+    }
+}
+
+impl DLTensor {
+    /// A non-owning description of `tensor` whose shape and strides point into its layout
+    /// (valid while `tensor` lives and is not changed). For devices whose `data` is a real
+    /// address, `data` is the first element and `byte_offset` is 0.
+    pub fn describing(tensor: &crate::Tensor) -> Self {
+        let (data, byte_offset) = crate::export::data_and_offset(tensor);
+        let ndim = tensor.ndim();
+        let (shape, strides) = if ndim == 0 {
+            (std::ptr::null_mut(), std::ptr::null_mut())
+        } else {
+            (
+                tensor.shape().as_ptr().cast_mut(),
+                tensor.strides().as_ptr().cast_mut(),
+            )
+        };
+        Self {
+            data,
+            device: tensor.device().to_dl(),
+            ndim: ndim as i32,
+            dtype: tensor.dtype().to_dl(),
+            shape,
+            strides,
+            byte_offset,
+        }
+    }
+}

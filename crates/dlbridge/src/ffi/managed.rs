@@ -171,10 +171,13 @@ pub(crate) fn check_address_range(
         .ok()
         .and_then(|o| base.checked_add(o))
         .ok_or_else(overflow)?;
-    let itemsize = itemsize as i128;
-    let lo = first as i128 + i128::from(layout.min_offset()) * itemsize;
-    let hi = first as i128 + (i128::from(layout.max_offset()) + 1) * itemsize;
-    if lo < 0 || hi > isize::MAX as i128 {
+    // Layout::new bounded the byte span by isize::MAX, so these products cannot overflow.
+    let below = layout.min_offset().unsigned_abs() as usize * itemsize;
+    let above = (layout.max_offset() as usize + 1) * itemsize;
+    let end = first
+        .checked_add(above)
+        .filter(|e| *e <= isize::MAX as usize);
+    if first < below || end.is_none() {
         return Err(overflow());
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! DLPack capsules: names, export with a destructor, and consumption (validate, then rename,
 //! then own), per the capsule protocol.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::CStr;
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyBufferError, PyTypeError};
@@ -92,36 +92,41 @@ unsafe extern "C" fn destroy_legacy(capsule: *mut ffi::PyObject) {
     destroy(capsule, LEGACY, USED_LEGACY, false);
 }
 
-fn capsule_name(obj: &Bound<'_, PyAny>) -> Option<&'static CStr> {
-    // SAFETY: `obj` is a capsule; the returned name, if any, is the NUL-terminated string the
-    // capsule keeps (valid as long as the capsule's name is not changed, which we check only
-    // against our static names).
-    let name: *const c_char = unsafe { ffi::PyCapsule_GetName(obj.as_ptr()) };
-    if name.is_null() {
-        // SAFETY: clear the error PyCapsule_GetName may have set for a NULL name.
-        unsafe { ffi::PyErr_Clear() };
-        return None;
+/// The flavour of a fresh DLPack capsule: `(fresh name, used name, versioned)`.
+fn flavor(obj: &Bound<'_, PyAny>) -> PyResult<(&'static CStr, &'static CStr, bool)> {
+    let valid = |name: &CStr| {
+        // SAFETY: PyCapsule_IsValid checks the type, the exact name and a non-NULL pointer of a
+        // live object, and never sets an exception.
+        unsafe { ffi::PyCapsule_IsValid(obj.as_ptr(), name.as_ptr()) == 1 }
+    };
+    if valid(VERSIONED) {
+        Ok((VERSIONED, USED_VERSIONED, true))
+    } else if valid(LEGACY) {
+        Ok((LEGACY, USED_LEGACY, false))
+    } else if valid(USED_VERSIONED) || valid(USED_LEGACY) {
+        Err(PyBufferError::new_err(
+            "this DLPack capsule was already consumed; a capsule can be imported only once, call __dlpack__() again for a new one",
+        ))
+    } else if is_capsule(obj) {
+        Err(PyTypeError::new_err(
+            "the capsule is not a DLPack capsule (expected the name \"dltensor\" or \"dltensor_versioned\")",
+        ))
+    } else {
+        let type_name = obj
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        Err(PyTypeError::new_err(format!(
+            "expected a DLPack capsule, got an object of type {type_name}"
+        )))
     }
-    // SAFETY: non-NULL capsule names are NUL-terminated C strings.
-    let name = unsafe { CStr::from_ptr(name) };
-    [VERSIONED, LEGACY, USED_VERSIONED, USED_LEGACY]
-        .into_iter()
-        .find(|known| *known == name)
 }
 
 /// Consume a DLPack capsule: validate, rename to the `used_` name, and own the tensor.
 /// On any failure the capsule is left as it was, so its destructor still deletes the tensor.
 pub fn consume(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-    let (fresh, used, versioned) = match capsule_name(obj) {
-        Some(n) if n == VERSIONED => (VERSIONED, USED_VERSIONED, true),
-        Some(n) if n == LEGACY => (LEGACY, USED_LEGACY, false),
-        Some(_) => {
-            return Err(PyBufferError::new_err(
-                "this DLPack capsule was already consumed; a capsule can be imported only once, call __dlpack__() again for a new one",
-            ))
-        }
-        None => return Err(PyTypeError::new_err("the capsule is not a DLPack capsule (expected the name \"dltensor\" or \"dltensor_versioned\")")),
-    };
+    let (fresh, used, versioned) = flavor(obj)?;
     // SAFETY: the capsule is valid under `fresh` (checked by name above).
     let raw = unsafe { ffi::PyCapsule_GetPointer(obj.as_ptr(), fresh.as_ptr()) };
     if raw.is_null() {

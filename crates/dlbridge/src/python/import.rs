@@ -10,7 +10,7 @@ use crate::copy::Order;
 use crate::device::{Device, DeviceType};
 use crate::error::Error;
 use crate::ffi::dlpack::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
-use crate::python::{array_interface, buffer, capsule};
+use crate::python::{array_interface, arrow, buffer, call, capsule, protocols, torch};
 use crate::tensor::Tensor;
 
 /// Import `obj` zero-copy when possible, honouring `device` and `copy` like the array API's
@@ -22,7 +22,7 @@ pub fn from_object(
     copy: Option<bool>,
 ) -> PyResult<Tensor> {
     let tensor = import(obj, device, copy)?;
-    apply_policy(tensor, device, copy)
+    Ok(apply_policy(&tensor, device, copy)?.unwrap_or(tensor))
 }
 
 /// Import without applying the copy policy (the producer may still have been asked for a copy
@@ -36,11 +36,40 @@ pub fn import(
     if capsule::is_capsule(obj) {
         return capsule::consume(obj);
     }
-    if let Some(method) = obj.getattr_opt(intern!(py, "__dlpack__"))? {
-        return import_dlpack(obj, &method, device, copy);
+    let offers = protocols::of(obj)?;
+    if offers.torch_tensor {
+        torch::check_exportable(obj)?;
+    }
+    if let (Some(api), None) = (offers.exchange, device) {
+        if let Some(tensor) = api.import(obj)? {
+            return Ok(tensor);
+        }
+    }
+    // Objects that speak the Arrow C interface go through it, even when they also offer
+    // __dlpack__ (pyarrow arrays do): it carries nulls (refused with a BufferError naming the
+    // fix), bit-packed booleans (unpacked by a copy) and the fixed_shape_tensor extension, which
+    // pyarrow's __dlpack__ refuses with TypeError or, for a permutation that is not its own
+    // inverse, lays out differently from the spec. Plain arrays are zero-copy either way.
+    if let Some(protocol) = arrow::Protocol::first_offered(
+        offers.arrow_device_array,
+        offers.arrow_array,
+        offers.arrow_stream,
+    ) {
+        return arrow::import(obj, protocol, copy);
+    }
+    if offers.dlpack {
+        return import_dlpack(obj, device, copy);
     }
     if buffer::has_buffer(obj) {
         return buffer::import(obj);
+    }
+    if offers.array_interface {
+        return array_interface::import(obj, &obj.getattr(intern!(py, "__array_interface__"))?);
+    }
+    // The type offers nothing; the instance may (an `__array_interface__` set in `__init__`,
+    // as NumPy's documentation shows, or a `__dlpack__` attached to one object).
+    if obj.getattr_opt(intern!(py, "__dlpack__"))?.is_some() {
+        return import_dlpack(obj, device, copy);
     }
     if let Some(iface) = obj.getattr_opt(intern!(py, "__array_interface__"))? {
         return array_interface::import(obj, &iface);
@@ -51,7 +80,7 @@ pub fn import(
         .map(|n| n.to_string())
         .unwrap_or_default();
     Err(PyTypeError::new_err(format!(
-        "cannot import an object of type {type_name}: it offers none of __dlpack__, a DLPack capsule, the buffer protocol or __array_interface__ (for a Python list, build an array first, e.g. numpy.asarray)"
+        "cannot import an object of type {type_name}: it offers none of __dlpack__, a DLPack capsule, the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__...), the buffer protocol or __array_interface__ (for a Python list, build an array first, e.g. numpy.asarray)"
     )))
 }
 
@@ -69,42 +98,55 @@ fn is_keyword_type_error(py: Python<'_>, err: &PyErr) -> bool {
 
 fn import_dlpack(
     obj: &Bound<'_, PyAny>,
-    method: &Bound<'_, PyAny>,
     device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<Tensor> {
     let py = obj.py();
-    let kwargs = PyDict::new(py);
-    kwargs.set_item(
-        intern!(py, "max_version"),
-        (DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION),
-    )?;
-    if let Some(target) = device {
-        let (kind, id): (i32, i32) = obj
-            .call_method0(intern!(py, "__dlpack_device__"))?
-            .extract()?;
-        let here = Device::new(DeviceType(kind), id);
-        if here != target {
-            kwargs.set_item(intern!(py, "dl_device"), (target.kind.0, target.id))?;
-            if let Some(c) = copy {
-                kwargs.set_item(intern!(py, "copy"), c)?;
+    let Some(target) = device else {
+        let capsule = match call::dlpack_with_max_version(obj) {
+            Ok(c) => c,
+            Err(err) if is_keyword_type_error(py, &err) => {
+                obj.call_method0(intern!(py, "__dlpack__"))?
             }
+            Err(err) => return Err(err),
+        };
+        return capsule::consume(&capsule);
+    };
+    let method = obj.getattr(intern!(py, "__dlpack__"))?;
+    let max_version = (DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
+    let kwargs = PyDict::new(py);
+    kwargs.set_item(intern!(py, "max_version"), max_version)?;
+    let (kind, id): (i32, i32) = obj
+        .call_method0(intern!(py, "__dlpack_device__"))?
+        .extract()?;
+    if Device::new(DeviceType(kind), id) != target {
+        kwargs.set_item(intern!(py, "dl_device"), (target.kind.0, target.id))?;
+        if let Some(c) = copy {
+            kwargs.set_item(intern!(py, "copy"), c)?;
         }
     }
-    let capsule = match method.call((), Some(&kwargs)) {
+    call_dlpack(&method, &kwargs)
+}
+
+/// Call `__dlpack__` with `kwargs`; an old producer that rejects the keywords is asked again
+/// without any, and the capsule name says which flavour came back.
+fn call_dlpack(method: &Bound<'_, PyAny>, kwargs: &Bound<'_, PyDict>) -> PyResult<Tensor> {
+    let capsule = match method.call((), Some(kwargs)) {
         Ok(c) => c,
-        Err(err) if is_keyword_type_error(py, &err) => method.call0()?,
+        Err(err) if is_keyword_type_error(method.py(), &err) => method.call0()?,
         Err(err) => return Err(err),
     };
     capsule::consume(&capsule)
 }
 
-/// Apply `device` / `copy` to an imported tensor.
+/// Apply `device` / `copy` to an imported tensor: the tensor to use instead (a copy), or
+/// `None` to keep it as it is. Taking it by reference keeps the common no-copy path free of
+/// moves.
 pub fn apply_policy(
-    tensor: Tensor,
+    tensor: &Tensor,
     device: Option<Device>,
     copy: Option<bool>,
-) -> PyResult<Tensor> {
+) -> PyResult<Option<Tensor>> {
     if let Some(target) = device {
         if tensor.device() != target {
             return Err(PyBufferError::new_err(format!(
@@ -116,14 +158,14 @@ pub fn apply_policy(
     }
     match copy {
         Some(true) if !(tensor.is_copied() && tensor.is_c_contiguous()) => {
-            Ok(tensor.copy(Order::C)?)
+            Ok(Some(tensor.copy(Order::C)?))
         }
-        Some(false) if needs_realignment(&tensor) => Err(Error::CopyRequired {
+        Some(false) if needs_realignment(tensor) => Err(Error::CopyRequired {
             reason: "the data is not aligned to its item size".to_owned(),
         }
         .into()),
-        None if needs_realignment(&tensor) => Ok(tensor.copy(Order::C)?),
-        _ => Ok(tensor),
+        None if needs_realignment(tensor) => Ok(Some(tensor.copy(Order::C)?)),
+        _ => Ok(None),
     }
 }
 

@@ -5,7 +5,12 @@
 //! [`Tensor`](crate::Tensor) and [`capsule::export`] to hand one out as a DLPack capsule.
 
 pub mod array_interface;
+pub mod arrow;
 pub mod buffer;
+pub mod call;
 pub mod capsule;
 pub mod errors;
+pub mod exchange;
 pub mod import;
+pub mod protocols;
+pub mod torch;

@@ -1,0 +1,389 @@
+//! The copy kernels: raw-pointer loops that execute a [`Plan`]. Every element access of the
+//! copy module happens here.
+//!
+//! - rows with unit strides on both sides: one `memcpy` per row (a whole contiguous tensor is
+//!   one row);
+//! - other rows: an element-wise strided loop, specialised for 1, 2, 4, 8 and 16-byte elements
+//!   (any other size moves `itemsize` bytes per element);
+//! - tiles: a cache-blocked transpose that stages one square tile of whole cache lines through a
+//!   small stack buffer, so that every source line is read once and every destination line is
+//!   written once, whatever the (often power-of-two, cache-set-aliasing) pitch;
+//! - above [`PARALLEL_THRESHOLD`] bytes the outermost loop is split in halves across the rayon
+//!   pool (only when no two destination elements share memory).
+
+use std::mem::size_of;
+use std::ptr;
+
+use super::plan::{Dim, Kernel, Plan};
+
+/// Copies of at least this many bytes run on the rayon pool.
+pub const PARALLEL_THRESHOLD: usize = 1 << 20;
+
+/// Parallel pieces hold at least this many bytes.
+const LEAF_BYTES: usize = 512 << 10;
+
+/// Bytes of one tile side: a cache line.
+const LINE: usize = 64;
+
+/// Source and destination of a (sub-)copy.
+#[derive(Clone, Copy)]
+struct Ptrs {
+    src: *const u8,
+    dst: *mut u8,
+}
+
+// SAFETY: the pointers are plain addresses handed between rayon workers; the caller of `run`
+// guarantees the memory is valid and that parallel pieces write disjoint destination bytes.
+unsafe impl Send for Ptrs {}
+// SAFETY: see above; `Ptrs` itself is never written through a shared reference.
+unsafe impl Sync for Ptrs {}
+
+impl Ptrs {
+    /// Both pointers advanced by element offsets.
+    ///
+    /// # Safety
+    /// The results must stay inside the source and destination regions of the copy.
+    unsafe fn advance(self, src: isize, dst: isize, itemsize: usize) -> Self {
+        let size = itemsize as isize;
+        // SAFETY: caller's contract; validated layouts keep every product inside isize.
+        unsafe {
+            Self {
+                src: self.src.offset(src * size),
+                dst: self.dst.offset(dst * size),
+            }
+        }
+    }
+}
+
+/// Execute `plan` for elements of `itemsize` bytes.
+///
+/// # Safety
+/// - For every element the plan reaches, the `itemsize` bytes at `src` + source offset are
+///   readable and those at `dst` + destination offset are writable (offsets after the plan's
+///   shifts, in elements);
+/// - the source and destination regions do not overlap;
+/// - when `parallel` is true, no two destination elements share a byte.
+pub(crate) unsafe fn run(
+    plan: &Plan,
+    itemsize: usize,
+    src: *const u8,
+    dst: *mut u8,
+    parallel: bool,
+) {
+    let base = Ptrs { src, dst };
+    // SAFETY: the shifts move the bases to the first element each loop visits, inside the
+    // regions (caller's contract).
+    let start = unsafe { base.advance(plan.src_shift, plan.dst_shift, itemsize) };
+    let bytes = plan.dims.iter().map(|d| d.n).product::<usize>() * itemsize;
+    let parallel = parallel
+        && std::env::var("DLB_SEQ").is_err()
+        && bytes >= PARALLEL_THRESHOLD
+        && rayon::current_num_threads() > 1;
+    // SAFETY: forwarded contract.
+    unsafe { exec(&plan.dims, plan.kernel, itemsize, start, parallel) }
+}
+
+/// Split in halves along the outermost loop until pieces are small, then run the leaves.
+///
+/// # Safety
+/// As for [`run`], for the loops `dims` starting at `p`.
+unsafe fn exec(dims: &[Dim], kernel: Kernel, itemsize: usize, p: Ptrs, parallel: bool) {
+    let bytes = dims.iter().map(|d| d.n).product::<usize>() * itemsize;
+    let leaf: usize = std::env::var("DLB_LEAF")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(LEAF_BYTES);
+    if parallel && bytes >= 2 * leaf {
+        if let Some(k) = split_dim(dims, kernel) {
+            let n = dims[k].n;
+            // Split on a tile boundary when the extent allows it.
+            let half = if n >= 128 {
+                (n / 2).next_multiple_of(64).min(n - 1)
+            } else {
+                n / 2
+            };
+            let mut lo = dims.to_vec();
+            lo[k].n = half;
+            let mut hi = dims.to_vec();
+            hi[k].n = n - half;
+            let step = half as isize;
+            // SAFETY: the upper half starts `half` steps along dimension k, inside the regions.
+            let q = unsafe { p.advance(step * dims[k].src, step * dims[k].dst, itemsize) };
+            rayon::join(
+                // SAFETY: each half covers its own elements; destinations are disjoint.
+                || unsafe { exec(&lo, kernel, itemsize, p, true) },
+                // SAFETY: as above.
+                || unsafe { exec(&hi, kernel, itemsize, q, true) },
+            );
+            return;
+        }
+    }
+    let core = match kernel {
+        Kernel::Rows => 1,
+        Kernel::Tiles => 2,
+    };
+    let (outer, inner) = dims.split_at(dims.len() - core);
+    for_each_outer(outer, |s, d| {
+        // SAFETY: (s, d) are the offsets of one row / tile origin reached by the plan.
+        let q = unsafe { p.advance(s, d, itemsize) };
+        match kernel {
+            // SAFETY: one row of the plan from its origin.
+            Kernel::Rows => unsafe { row(inner[0], itemsize, q) },
+            // SAFETY: one 2-D slab of the plan from its origin.
+            Kernel::Tiles => unsafe { tiles(inner[0], inner[1], itemsize, q) },
+        }
+    });
+}
+
+/// The loop to halve: the outermost outer loop longer than 1, else the longest core loop
+/// (so that tiled pieces stay square-ish).
+fn split_dim(dims: &[Dim], kernel: Kernel) -> Option<usize> {
+    let core = match kernel {
+        Kernel::Rows => 1,
+        Kernel::Tiles => 2,
+    };
+    let outer = dims.len() - core;
+    dims[..outer].iter().position(|d| d.n > 1).or_else(|| {
+        (outer..dims.len())
+            .filter(|&k| dims[k].n > 1)
+            .max_by_key(|&k| dims[k].n)
+    })
+}
+
+/// Call `f(src_offset, dst_offset)` for every index of the loops `outer` (row-major).
+fn for_each_outer(outer: &[Dim], mut f: impl FnMut(isize, isize)) {
+    let mut index = vec![0usize; outer.len()];
+    let (mut s, mut d) = (0isize, 0isize);
+    loop {
+        f(s, d);
+        let mut k = outer.len();
+        loop {
+            if k == 0 {
+                return;
+            }
+            k -= 1;
+            index[k] += 1;
+            s += outer[k].src;
+            d += outer[k].dst;
+            if index[k] < outer[k].n {
+                break;
+            }
+            index[k] = 0;
+            s -= outer[k].src * outer[k].n as isize;
+            d -= outer[k].dst * outer[k].n as isize;
+        }
+    }
+}
+
+/// Element types the kernels move as one unit (every bit pattern valid, no padding).
+trait Word: Copy + Default {}
+impl Word for u8 {}
+impl Word for u16 {}
+impl Word for u32 {}
+impl Word for u64 {}
+impl Word for u128 {}
+
+/// One row.
+///
+/// # Safety
+/// The row's `dim.n` elements are readable at `p.src` and writable at `p.dst` with the row's
+/// strides; the two do not overlap.
+unsafe fn row(dim: Dim, itemsize: usize, p: Ptrs) {
+    if dim.src == 1 && dim.dst == 1 {
+        // SAFETY: a contiguous row on both sides, non-overlapping (caller's contract).
+        unsafe { ptr::copy_nonoverlapping(p.src, p.dst, dim.n * itemsize) };
+        return;
+    }
+    // SAFETY (all arms): caller's contract, with the element width matching itemsize.
+    unsafe {
+        match itemsize {
+            1 => strided::<u8>(dim, p),
+            2 => strided::<u16>(dim, p),
+            4 => strided::<u32>(dim, p),
+            8 => strided::<u64>(dim, p),
+            16 => strided::<u128>(dim, p),
+            _ => strided_bytes(dim, itemsize, p),
+        }
+    }
+}
+
+/// # Safety
+/// As for [`row`], with `size_of::<T>()`-byte elements (alignment not required).
+unsafe fn strided<T: Word>(dim: Dim, p: Ptrs) {
+    let (src, dst) = (p.src.cast::<T>(), p.dst.cast::<T>());
+    for j in 0..dim.n as isize {
+        // SAFETY: element j of the row on both sides (caller's contract).
+        unsafe {
+            let v = ptr::read_unaligned(src.offset(j * dim.src));
+            ptr::write_unaligned(dst.offset(j * dim.dst), v);
+        }
+    }
+}
+
+/// # Safety
+/// As for [`row`].
+unsafe fn strided_bytes(dim: Dim, itemsize: usize, p: Ptrs) {
+    for j in 0..dim.n as isize {
+        // SAFETY: element j of the row on both sides (caller's contract).
+        unsafe {
+            let q = p.advance(j * dim.src, j * dim.dst, itemsize);
+            ptr::copy_nonoverlapping(q.src, q.dst, itemsize);
+        }
+    }
+}
+
+/// A 2-D slab: `a` is fast in the source, `i` (the last loop) fast in the destination.
+///
+/// # Safety
+/// Every element of the slab is readable at `p.src` and writable at `p.dst` with the given
+/// strides; the two regions do not overlap.
+unsafe fn tiles(a: Dim, i: Dim, itemsize: usize, p: Ptrs) {
+    // SAFETY (all arms): caller's contract; the tile side is one cache line of elements.
+    unsafe {
+        match itemsize {
+            1 => tiled::<u8, { LINE }>(a, i, p),
+            2 => tiled::<u16, { LINE / 2 }>(a, i, p),
+            4 => tiled::<u32, { LINE / 4 }>(a, i, p),
+            8 => tiled::<u64, { LINE / 8 }>(a, i, p),
+            16 => tiled::<u128, { LINE / 16 }>(a, i, p),
+            _ => tiled_bytes(a, i, itemsize, p),
+        }
+    }
+}
+
+/// Blocked transpose with `B`×`B` tiles of `T`, visited in macro blocks of [`MACRO_BYTES`]
+/// per line so that the pages and lines of one macro block stay in the TLB and L2 cache.
+///
+/// # Safety
+/// As for [`tiles`], with `size_of::<T>()`-byte elements.
+unsafe fn tiled<T: Word, const B: usize>(a: Dim, i: Dim, p: Ptrs) {
+    let m = (MACRO_BYTES / size_of::<T>()).clamp(B, MACRO_MAX);
+    let mut a0 = 0;
+    while a0 < a.n {
+        let na = m.min(a.n - a0);
+        let mut i0 = 0;
+        while i0 < i.n {
+            let ni = m.min(i.n - i0);
+            let (ao, io) = (a0 as isize, i0 as isize);
+            // SAFETY: the macro block origin (a0, i0) lies inside the slab.
+            let q = unsafe {
+                p.advance(
+                    ao * a.src + io * i.src,
+                    ao * a.dst + io * i.dst,
+                    size_of::<T>(),
+                )
+            };
+            let (sa, si) = (Dim { n: na, ..a }, Dim { n: ni, ..i });
+            // SAFETY: the (na, ni) block from its origin lies inside the slab.
+            unsafe { macro_block::<T, B>(sa, si, q) };
+            i0 += m;
+        }
+        a0 += m;
+    }
+}
+
+/// Bytes of one line of a macro block (per source and destination line).
+const MACRO_BYTES: usize = 1024;
+/// Most elements per line of a macro block.
+const MACRO_MAX: usize = 256;
+
+/// One macro block, tile by tile.
+///
+/// # Safety
+/// As for [`tiles`], with `size_of::<T>()`-byte elements.
+unsafe fn macro_block<T: Word, const B: usize>(a: Dim, i: Dim, p: Ptrs) {
+    let unit = a.src == 1 && i.dst == 1;
+    let (src, dst) = (p.src.cast::<T>(), p.dst.cast::<T>());
+    let mut buf = [[T::default(); B]; B];
+    let mut i0 = 0;
+    while i0 < i.n {
+        let ni = B.min(i.n - i0);
+        let mut a0 = 0;
+        while a0 < a.n {
+            let na = B.min(a.n - a0);
+            let (ao, io) = (a0 as isize, i0 as isize);
+            // SAFETY: the tile origin (a0, i0) lies inside the block.
+            let (s, d) = unsafe {
+                (
+                    src.offset(ao * a.src + io * i.src),
+                    dst.offset(ao * a.dst + io * i.dst),
+                )
+            };
+            if na == B && ni == B && unit {
+                // SAFETY: a full tile inside the block with unit source stride along `a` and
+                // unit destination stride along `i`.
+                unsafe { tile_unit::<T, B>(s, d, i.src, a.dst, &mut buf) };
+            } else {
+                // SAFETY: the (na, ni) block from the tile origin lies inside the block.
+                unsafe { block::<T>(s, d, na, ni, a, i) };
+            }
+            a0 += B;
+        }
+        i0 += B;
+    }
+}
+
+/// One full tile: read `B` source lines (contiguous along `a`) into `buf`, then write `B`
+/// destination lines (contiguous along `i`) from its columns.
+///
+/// # Safety
+/// For `x, y < B`: `src + x + y * src_i` is readable and `dst + x * dst_a + y` writable.
+#[inline(always)]
+unsafe fn tile_unit<T: Word, const B: usize>(
+    src: *const T,
+    dst: *mut T,
+    src_i: isize,
+    dst_a: isize,
+    buf: &mut [[T; B]; B],
+) {
+    for (y, line) in buf.iter_mut().enumerate() {
+        // SAFETY: B contiguous source elements of line y of the tile.
+        *line = unsafe { ptr::read_unaligned(src.offset(y as isize * src_i).cast::<[T; B]>()) };
+    }
+    for x in 0..B {
+        let out: [T; B] = std::array::from_fn(|y| buf[y][x]);
+        // SAFETY: B contiguous destination elements of line x of the tile.
+        unsafe { ptr::write_unaligned(dst.offset(x as isize * dst_a).cast::<[T; B]>(), out) };
+    }
+}
+
+/// An edge block (or any strides), element by element.
+///
+/// # Safety
+/// Every element `(x, y)` with `x < na`, `y < ni` is readable at `src + x*a.src + y*i.src`
+/// and writable at `dst + x*a.dst + y*i.dst`.
+unsafe fn block<T: Word>(src: *const T, dst: *mut T, na: usize, ni: usize, a: Dim, i: Dim) {
+    for x in 0..na as isize {
+        for y in 0..ni as isize {
+            // SAFETY: element (x, y) of the block (caller's contract).
+            unsafe {
+                let v = ptr::read_unaligned(src.offset(x * a.src + y * i.src));
+                ptr::write_unaligned(dst.offset(x * a.dst + y * i.dst), v);
+            }
+        }
+    }
+}
+
+/// Blocked transpose of elements of any size, 16×16 elements per block.
+///
+/// # Safety
+/// As for [`tiles`].
+unsafe fn tiled_bytes(a: Dim, i: Dim, itemsize: usize, p: Ptrs) {
+    const B: usize = 16;
+    for a0 in (0..a.n).step_by(B) {
+        for i0 in (0..i.n).step_by(B) {
+            for x in a0..(a0 + B).min(a.n) {
+                for y in i0..(i0 + B).min(i.n) {
+                    let (x, y) = (x as isize, y as isize);
+                    // SAFETY: element (x, y) of the slab (caller's contract).
+                    unsafe {
+                        let q = p.advance(x * a.src + y * i.src, x * a.dst + y * i.dst, itemsize);
+                        ptr::copy_nonoverlapping(q.src, q.dst, itemsize);
+                    }
+                }
+            }
+        }
+    }
+}
+
+const _: () = assert!(size_of::<[[u8; LINE]; LINE]>() == 4096);

@@ -1,0 +1,481 @@
+//! The Arrow PyCapsule interface: capsules for schemas, arrays, device arrays and streams
+//! (named `arrow_schema`, `arrow_array`, `arrow_device_array`, `arrow_array_stream`), the
+//! exports behind `Tensor.__arrow_c_*__`, and the import of any object that offers
+//! `__arrow_c_device_array__`, `__arrow_c_array__` or `__arrow_c_stream__`.
+//!
+//! Capsules follow the protocol: the struct is allocated released, wrapped in the capsule, and
+//! only then filled, so an error leaks nothing; the destructor releases the struct if no
+//! consumer moved it out, then frees it. Importing moves the struct out of the capsule.
+
+use std::ffi::{c_void, CStr};
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyBufferError, PyNotImplementedError, PyTypeError};
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::arrow::{self as convert, ExportOptions};
+use crate::device::DeviceType;
+use crate::ffi::arrow::{
+    export_stream, ArrowArray, ArrowArrayStream, ArrowData, ArrowDeviceArray, ArrowSchema,
+    OwnedArray, OwnedSchema, OwnedStream, SchemaView,
+};
+use crate::tensor::Tensor;
+
+/// Capsule name of an `ArrowSchema`.
+pub const SCHEMA: &CStr = c"arrow_schema";
+/// Capsule name of an `ArrowArray`.
+pub const ARRAY: &CStr = c"arrow_array";
+/// Capsule name of an `ArrowDeviceArray`.
+pub const DEVICE_ARRAY: &CStr = c"arrow_device_array";
+/// Capsule name of an `ArrowArrayStream`.
+pub const ARRAY_STREAM: &CStr = c"arrow_array_stream";
+
+/// A C struct that can travel in a capsule.
+trait CapsuleStruct: Sized {
+    const NAME: &'static CStr;
+    /// A released (zero-initialised) struct.
+    fn released() -> Self;
+    /// Call the struct's release callback if it is live.
+    ///
+    /// # Safety
+    /// `this` must point to a valid struct owned by the caller.
+    unsafe fn release(this: *mut Self);
+}
+
+impl CapsuleStruct for ArrowSchema {
+    const NAME: &'static CStr = SCHEMA;
+    fn released() -> Self {
+        ArrowSchema::released()
+    }
+    unsafe fn release(this: *mut Self) {
+        // SAFETY: caller's contract; a live struct is released once, a released one skipped.
+        unsafe {
+            if let Some(release) = (*this).release {
+                release(this);
+            }
+        }
+    }
+}
+
+impl CapsuleStruct for ArrowArray {
+    const NAME: &'static CStr = ARRAY;
+    fn released() -> Self {
+        ArrowArray::released()
+    }
+    unsafe fn release(this: *mut Self) {
+        // SAFETY: as above.
+        unsafe {
+            if let Some(release) = (*this).release {
+                release(this);
+            }
+        }
+    }
+}
+
+impl CapsuleStruct for ArrowDeviceArray {
+    const NAME: &'static CStr = DEVICE_ARRAY;
+    fn released() -> Self {
+        ArrowDeviceArray::released()
+    }
+    unsafe fn release(this: *mut Self) {
+        // SAFETY: as above; a device array is released through its embedded array.
+        unsafe {
+            let array = std::ptr::addr_of_mut!((*this).array);
+            if let Some(release) = (*array).release {
+                release(array);
+            }
+        }
+    }
+}
+
+impl CapsuleStruct for ArrowArrayStream {
+    const NAME: &'static CStr = ARRAY_STREAM;
+    fn released() -> Self {
+        ArrowArrayStream::released()
+    }
+    unsafe fn release(this: *mut Self) {
+        // SAFETY: as above.
+        unsafe {
+            if let Some(release) = (*this).release {
+                release(this);
+            }
+        }
+    }
+}
+
+/// Capsule destructor: release the struct unless a consumer moved it out, then free it.
+/// Never raises; an exception in flight is kept.
+unsafe extern "C" fn destroy<T: CapsuleStruct>(capsule: *mut ffi::PyObject) {
+    // SAFETY: CPython calls this with the GIL held on a live capsule we created with name
+    // T::NAME around a `Box<T>`; the in-flight exception is saved first and restored last.
+    unsafe {
+        let (mut t, mut v, mut tb) = (
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        );
+        ffi::PyErr_Fetch(&mut t, &mut v, &mut tb);
+        let raw = ffi::PyCapsule_GetPointer(capsule, T::NAME.as_ptr()).cast::<T>();
+        if raw.is_null() {
+            ffi::PyErr_WriteUnraisable(capsule);
+        } else {
+            T::release(raw);
+            drop(Box::from_raw(raw));
+        }
+        ffi::PyErr_Restore(t, v, tb);
+    }
+}
+
+/// A new capsule around a released `T`, then filled by `fill` (which moves a struct in).
+fn new_capsule<'py, T: CapsuleStruct>(
+    py: Python<'py>,
+    fill: impl FnOnce(*mut T) -> PyResult<()>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let raw = Box::into_raw(Box::new(T::released()));
+    // SAFETY: `raw` is a heap struct whose ownership passes to the capsule (freed by
+    // `destroy::<T>`); the name is a static C string, as capsules keep the pointer.
+    let capsule = unsafe { ffi::PyCapsule_New(raw.cast(), T::NAME.as_ptr(), Some(destroy::<T>)) };
+    if capsule.is_null() {
+        // SAFETY: the capsule was not created, so we still own the released box.
+        drop(unsafe { Box::from_raw(raw) });
+    }
+    // SAFETY: a new reference or NULL with an exception set.
+    let capsule = unsafe { Bound::from_owned_ptr_or_err(py, capsule) }?;
+    fill(raw)?;
+    Ok(capsule)
+}
+
+/// Wrap a schema in an `arrow_schema` capsule.
+pub fn schema_capsule(py: Python<'_>, schema: OwnedSchema) -> PyResult<Bound<'_, PyAny>> {
+    new_capsule::<ArrowSchema>(py, |out| {
+        // SAFETY: `out` is the capsule's released struct.
+        unsafe { schema.move_into(out) };
+        Ok(())
+    })
+}
+
+/// Wrap a CPU-accessible array in an `arrow_array` capsule.
+pub fn array_capsule(py: Python<'_>, array: OwnedArray) -> PyResult<Bound<'_, PyAny>> {
+    // SAFETY: `out` is the capsule's released struct.
+    new_capsule::<ArrowArray>(py, |out| Ok(unsafe { array.move_into(out) }?))
+}
+
+/// Wrap an array in an `arrow_device_array` capsule.
+pub fn device_array_capsule(py: Python<'_>, array: OwnedArray) -> PyResult<Bound<'_, PyAny>> {
+    new_capsule::<ArrowDeviceArray>(py, |out| {
+        // SAFETY: `out` is the capsule's released struct.
+        unsafe { array.move_into_device(out) };
+        Ok(())
+    })
+}
+
+/// Wrap a stream in an `arrow_array_stream` capsule.
+pub fn stream_capsule(py: Python<'_>, stream: OwnedStream) -> PyResult<Bound<'_, PyAny>> {
+    new_capsule::<ArrowArrayStream>(py, |out| {
+        // SAFETY: `out` is the capsule's released struct.
+        unsafe { stream.move_into(out) };
+        Ok(())
+    })
+}
+
+/// The struct pointer of a capsule named `T::NAME`; TypeError for anything else.
+fn capsule_pointer<T: CapsuleStruct>(obj: &Bound<'_, PyAny>) -> PyResult<*mut T> {
+    // SAFETY: PyCapsule_IsValid accepts any object and sets no exception.
+    if unsafe { ffi::PyCapsule_IsValid(obj.as_ptr(), T::NAME.as_ptr()) } != 1 {
+        return Err(PyTypeError::new_err(format!(
+            "expected a PyCapsule named {:?}, got {}",
+            T::NAME,
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        )));
+    }
+    // SAFETY: a valid capsule of that name.
+    let raw = unsafe { ffi::PyCapsule_GetPointer(obj.as_ptr(), T::NAME.as_ptr()) };
+    if raw.is_null() {
+        return Err(PyErr::fetch(obj.py()));
+    }
+    Ok(raw.cast())
+}
+
+/// Move the schema out of an `arrow_schema` capsule.
+pub fn take_schema(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedSchema> {
+    let raw = capsule_pointer::<ArrowSchema>(capsule)?;
+    // SAFETY: an arrow_schema capsule holds a valid (or released) ArrowSchema, alive while we
+    // borrow the capsule; the capsule protocol lets the consumer move it out.
+    Ok(unsafe { OwnedSchema::take(raw) }?)
+}
+
+/// Move the array out of an `arrow_array` capsule.
+pub fn take_array(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedArray> {
+    let raw = capsule_pointer::<ArrowArray>(capsule)?;
+    // SAFETY: as for take_schema, with an ArrowArray of CPU memory.
+    Ok(unsafe { OwnedArray::take(raw) }?)
+}
+
+/// Move the array out of an `arrow_device_array` capsule.
+pub fn take_device_array(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedArray> {
+    let raw = capsule_pointer::<ArrowDeviceArray>(capsule)?;
+    // SAFETY: as for take_schema, with an ArrowDeviceArray.
+    Ok(unsafe { OwnedArray::take_device(raw) }?)
+}
+
+/// Move the stream out of an `arrow_array_stream` capsule.
+pub fn take_stream(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedStream> {
+    let raw = capsule_pointer::<ArrowArrayStream>(capsule)?;
+    // SAFETY: as for take_schema, with an ArrowArrayStream.
+    Ok(unsafe { OwnedStream::take(raw) }?)
+}
+
+// ------------------------------------------------------------------------------------------
+// Export
+// ------------------------------------------------------------------------------------------
+
+/// The export options for a `requested_schema` argument (`None` or an `arrow_schema` capsule,
+/// read without consuming it).
+pub fn options(tensor: &Tensor, requested: Option<&Bound<'_, PyAny>>) -> PyResult<ExportOptions> {
+    let Some(requested) = requested.filter(|r| !r.is_none()) else {
+        return Ok(ExportOptions::default());
+    };
+    let raw = capsule_pointer::<ArrowSchema>(requested)?;
+    // SAFETY: the capsule's schema stays valid while we borrow `requested`; we only read it.
+    let view = unsafe { SchemaView::borrow(raw) }?;
+    Ok(ExportOptions::for_request(tensor, view)?)
+}
+
+/// Raise NotImplementedError for a keyword this version does not know whose value is not None
+/// (the PyCapsule rule for the device methods).
+pub fn check_device_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    for (key, value) in kwargs.into_iter().flatten() {
+        if !value.is_none() {
+            return Err(PyNotImplementedError::new_err(format!(
+                "unsupported keyword argument {key}={}: no device keyword is standardised yet, only None is accepted",
+                value.repr()?
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `__arrow_c_schema__`: the field the tensor exports as.
+pub fn export_schema<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'py, PyAny>> {
+    let spec = convert::export_schema(tensor, &ExportOptions::default())?;
+    schema_capsule(py, spec.export()?)
+}
+
+/// `__arrow_c_array__` (`device = false`, host memory only) or `__arrow_c_device_array__`
+/// (`device = true`, any device, never copied across devices): `(schema, array)` capsules.
+pub fn export_array<'py>(
+    py: Python<'py>,
+    tensor: &Tensor,
+    requested: Option<&Bound<'py, PyAny>>,
+    device: bool,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    if !device && !tensor.device().is_host_accessible() {
+        return Err(PyBufferError::new_err(format!(
+            "the tensor is on {}, which __arrow_c_array__ cannot hand out (it promises CPU memory); use __arrow_c_device_array__, or copy it to the host first",
+            tensor.device()
+        )));
+    }
+    let exported = convert::export(tensor, &options(tensor, requested)?)?;
+    let schema = schema_capsule(py, exported.schema.export()?)?;
+    let array = exported.array.export(exported.device);
+    let array = if device {
+        device_array_capsule(py, array)?
+    } else {
+        array_capsule(py, array)?
+    };
+    Ok((schema, array))
+}
+
+/// `__arrow_c_stream__`: a stream of one chunk (host memory only).
+pub fn export_stream_capsule<'py>(
+    py: Python<'py>,
+    tensor: &Tensor,
+    requested: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if !tensor.device().is_host_accessible() {
+        return Err(PyBufferError::new_err(format!(
+            "the tensor is on {}; an Arrow stream hands out CPU memory only: copy it to the host first",
+            tensor.device()
+        )));
+    }
+    let exported = convert::export(tensor, &options(tensor, requested)?)?;
+    stream_capsule(py, export_stream(exported.schema, vec![exported.array]))
+}
+
+// ------------------------------------------------------------------------------------------
+// Import
+// ------------------------------------------------------------------------------------------
+
+/// Which Arrow protocol to import through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// `__arrow_c_device_array__`
+    DeviceArray,
+    /// `__arrow_c_array__`
+    Array,
+    /// `__arrow_c_stream__` (chunked arrays, tables' columns, streams)
+    Stream,
+}
+
+impl Protocol {
+    /// The protocol to use, in the documented order (device array, array, stream), given
+    /// which ones an object offers.
+    pub fn first_offered(device_array: bool, array: bool, stream: bool) -> Option<Self> {
+        if device_array {
+            Some(Self::DeviceArray)
+        } else if array {
+            Some(Self::Array)
+        } else if stream {
+            Some(Self::Stream)
+        } else {
+            None
+        }
+    }
+}
+
+/// An imported array whose release runs attached to the interpreter (some producers' private
+/// data holds Python objects); after finalisation it is leaked on purpose.
+struct Attached(ManuallyDrop<ArrowData>);
+
+impl AsRef<ArrowData> for Attached {
+    fn as_ref(&self) -> &ArrowData {
+        &self.0
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        // SAFETY: taken exactly once, here; the field is never used again.
+        let data = unsafe { ManuallyDrop::take(&mut self.0) };
+        let mut data = Some(data);
+        let _ = Python::try_attach(|_| drop(data.take()));
+        if let Some(leaked) = data {
+            std::mem::forget(leaked);
+        }
+    }
+}
+
+/// Import `obj` through `protocol` (read-only, zero-copy where the bytes allow; see
+/// [`crate::arrow`]). `copy=Some(false)` refuses the copies bit-packed booleans and several
+/// stream chunks need.
+pub fn import(obj: &Bound<'_, PyAny>, protocol: Protocol, copy: Option<bool>) -> PyResult<Tensor> {
+    let py = obj.py();
+    let (schema, array) = match protocol {
+        Protocol::Stream => return import_stream(obj, copy),
+        Protocol::DeviceArray => {
+            let (s, a): (Bound<'_, PyAny>, Bound<'_, PyAny>) = obj
+                .call_method0(intern!(py, "__arrow_c_device_array__"))?
+                .extract()?;
+            (take_schema(&s)?, take_device_array(&a)?)
+        }
+        Protocol::Array => {
+            let (s, a): (Bound<'_, PyAny>, Bound<'_, PyAny>) = obj
+                .call_method0(intern!(py, "__arrow_c_array__"))?
+                .extract()?;
+            (take_schema(&s)?, take_array(&a)?)
+        }
+    };
+    wait_for_event(py, &array)?;
+    // SAFETY: the producer handed out this schema with this array.
+    let data = unsafe { ArrowData::new(Arc::new(schema), array) };
+    Ok(convert::tensor_from_arrow(
+        Attached(ManuallyDrop::new(data)),
+        copy,
+    )?)
+}
+
+fn import_stream(obj: &Bound<'_, PyAny>, copy: Option<bool>) -> PyResult<Tensor> {
+    let capsule = obj.call_method0(intern!(obj.py(), "__arrow_c_stream__"))?;
+    let mut stream = take_stream(&capsule)?;
+    let schema = Arc::new(stream.schema()?);
+    let mut chunks = vec![];
+    while let Some(array) = stream.next_array()? {
+        // SAFETY: every chunk of a stream is described by the stream's schema.
+        let data = unsafe { ArrowData::new(schema.clone(), array) };
+        chunks.push(convert::tensor_from_arrow(
+            Attached(ManuallyDrop::new(data)),
+            copy,
+        )?);
+    }
+    drop(stream);
+    Ok(convert::concatenate(schema.view(), chunks, copy)?)
+}
+
+/// Wait until the producer's sync event has fired, so the buffers are safe to read from any
+/// stream. CPU arrays carry no event (one would be ignored: there is nothing to wait on).
+fn wait_for_event(py: Python<'_>, array: &OwnedArray) -> PyResult<()> {
+    let event = array.sync_event();
+    if event.is_null() {
+        return Ok(());
+    }
+    let device = array.device()?;
+    let (library, init, synchronize) = match device.kind {
+        DeviceType::CPU => return Ok(()),
+        DeviceType::CUDA | DeviceType::CUDA_HOST | DeviceType::CUDA_MANAGED => (
+            if cfg!(windows) {
+                "nvcuda.dll"
+            } else {
+                "libcuda.so.1"
+            },
+            Some("cuInit"),
+            "cuEventSynchronize",
+        ),
+        DeviceType::ROCM | DeviceType::ROCM_HOST => (
+            if cfg!(windows) {
+                "amdhip64.dll"
+            } else {
+                "libamdhip64.so"
+            },
+            None,
+            "hipEventSynchronize",
+        ),
+        _ => {
+            return Err(PyBufferError::new_err(format!(
+                "the producer attached a sync event for {device}, which dlbridge cannot wait on"
+            )))
+        }
+    };
+    // SAFETY: for these device types a non-NULL sync_event points to the event handle
+    // (cudaEvent_t / hipEvent_t, pointer-sized), owned by the live array.
+    let handle = unsafe { *event.cast::<*mut c_void>() } as usize;
+    call_event_synchronize(py, library, init, synchronize, handle).map_err(|e| {
+        PyBufferError::new_err(format!(
+            "cannot wait on the producer's {device} sync event ({synchronize} in {library}): {e}"
+        ))
+    })
+}
+
+/// Call `synchronize(handle)` from the driver `library` through ctypes, after `init(0)`.
+/// (The driver API's CUevent and the runtime's cudaEvent_t are the same handle.)
+fn call_event_synchronize(
+    py: Python<'_>,
+    library: &str,
+    init: Option<&str>,
+    synchronize: &str,
+    handle: usize,
+) -> PyResult<()> {
+    let ctypes = py.import("ctypes")?;
+    let lib = ctypes.getattr("CDLL")?.call1((library,))?;
+    if let Some(init) = init {
+        let rc: i32 = lib.getattr(init)?.call1((0u32,))?.extract()?;
+        if rc != 0 {
+            return Err(PyBufferError::new_err(format!("{init} returned {rc}")));
+        }
+    }
+    let function = lib.getattr(synchronize)?;
+    function.setattr("argtypes", vec![ctypes.getattr("c_void_p")?])?;
+    let rc: i32 = function.call1((handle,))?.extract()?;
+    if rc != 0 {
+        return Err(PyBufferError::new_err(format!(
+            "{synchronize} returned {rc}"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,43 @@
+//! `obj.__dlpack__(max_version=(1, 3))` through vectorcall: no bound method, no kwargs dict,
+//! no fresh tuple per call (the hot path of every import).
+
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyTuple;
+
+use crate::ffi::dlpack::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
+
+extern "C" {
+    // Public CPython API since 3.9 and in the stable ABI since 3.12; present in every CPython
+    // this package supports (3.11+), though the 3.11 limited-API headers do not declare it.
+    fn PyObject_VectorcallMethod(
+        name: *mut ffi::PyObject,
+        args: *const *mut ffi::PyObject,
+        nargsf: usize,
+        kwnames: *mut ffi::PyObject,
+    ) -> *mut ffi::PyObject;
+}
+
+static KWNAMES: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+static MAX_VERSION: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+
+/// `obj.__dlpack__(max_version=(1, 3))`.
+pub fn dlpack_with_max_version<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    let kwnames =
+        KWNAMES.get_or_try_init(py, || PyTuple::new(py, ["max_version"]).map(Bound::unbind))?;
+    let version = MAX_VERSION.get_or_try_init(py, || {
+        PyTuple::new(py, [DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION]).map(Bound::unbind)
+    })?;
+    let args = [obj.as_ptr(), version.as_ptr()];
+    let name = intern!(py, "__dlpack__");
+    // SAFETY: the GIL is held; `args` holds `self` then one keyword value, all borrowed and
+    // alive for the call; `kwnames` is a tuple of one str; the result is a new reference or
+    // NULL with an exception set.
+    unsafe {
+        let result = PyObject_VectorcallMethod(name.as_ptr(), args.as_ptr(), 1, kwnames.as_ptr());
+        Bound::from_owned_ptr_or_err(py, result)
+    }
+}

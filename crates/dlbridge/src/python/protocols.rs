@@ -1,0 +1,98 @@
+//! Which exchange protocols a Python type offers, looked up once per type.
+//!
+//! Dunder protocols are looked up on the type, so the answer is cached per type (the cache
+//! holds the type strongly, so its address is never reused by another type). Probing an
+//! instance for a missing attribute raises and clears an AttributeError, which costs more than
+//! the whole exchange; the cache avoids that on every call.
+
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
+
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+use crate::python::exchange::{self, Api};
+use crate::python::torch;
+
+/// The protocols a type offers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Protocols {
+    /// Its DLPack C exchange API table, if it has a usable one.
+    pub exchange: Option<Api>,
+    /// `__dlpack__`.
+    pub dlpack: bool,
+    /// `__arrow_c_device_array__`.
+    pub arrow_device_array: bool,
+    /// `__arrow_c_array__`.
+    pub arrow_array: bool,
+    /// `__arrow_c_stream__`.
+    pub arrow_stream: bool,
+    /// `__array_interface__`.
+    pub array_interface: bool,
+    /// `torch.Tensor` or a subclass (see [`crate::python::torch`]).
+    pub torch_tensor: bool,
+}
+
+/// One cached type; entries are leaked on purpose (they live as long as the process, like the
+/// strong reference to the type they hold) so that [`LAST`] can point at them without a lock.
+struct Entry {
+    ty: Py<PyType>,
+    protocols: Protocols,
+}
+
+static CACHE: Mutex<Vec<&'static Entry>> = Mutex::new(Vec::new());
+
+/// The entry found last: most programs exchange one kind of array over and over.
+static LAST: AtomicPtr<Entry> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The protocols `obj`'s type offers.
+pub fn of(obj: &Bound<'_, PyAny>) -> PyResult<Protocols> {
+    let ty = obj.get_type();
+    let last = LAST.load(Ordering::Acquire);
+    if !last.is_null() {
+        // SAFETY: LAST only ever holds pointers to leaked, immutable entries.
+        let entry = unsafe { &*last };
+        if entry.ty.as_ptr() == ty.as_ptr() {
+            return Ok(entry.protocols);
+        }
+    }
+    let find =
+        |cache: &[&'static Entry]| cache.iter().copied().find(|e| e.ty.as_ptr() == ty.as_ptr());
+    let found = find(&CACHE.lock().unwrap_or_else(|e| e.into_inner()));
+    let entry = match found {
+        Some(e) => e,
+        None => {
+            // Discovery runs Python code, so it must not hold the lock (another thread could
+            // hold the lock while waiting for the GIL this thread holds).
+            let protocols = discover(&ty)?;
+            let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+            match find(&cache) {
+                Some(e) => e,
+                None => {
+                    let e: &'static Entry = Box::leak(Box::new(Entry {
+                        ty: ty.unbind(),
+                        protocols,
+                    }));
+                    cache.push(e);
+                    e
+                }
+            }
+        }
+    };
+    LAST.store((entry as *const Entry).cast_mut(), Ordering::Release);
+    Ok(entry.protocols)
+}
+
+fn discover(ty: &Bound<'_, PyType>) -> PyResult<Protocols> {
+    let py = ty.py();
+    Ok(Protocols {
+        exchange: exchange::discover(ty)?,
+        dlpack: ty.hasattr(intern!(py, "__dlpack__"))?,
+        arrow_device_array: ty.hasattr(intern!(py, "__arrow_c_device_array__"))?,
+        arrow_array: ty.hasattr(intern!(py, "__arrow_c_array__"))?,
+        arrow_stream: ty.hasattr(intern!(py, "__arrow_c_stream__"))?,
+        array_interface: ty.hasattr(intern!(py, "__array_interface__"))?,
+        torch_tensor: torch::is_tensor_type(ty),
+    })
+}

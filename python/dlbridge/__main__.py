@@ -1,0 +1,28 @@
+"""``python -m dlbridge <command>``; the one command is ``check`` (the conformance checker)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    usage = (
+        "usage: python -m dlbridge check [--libraries numpy,torch] [--cases dtype,layout/*,C18] "
+        "[--json FILE] [--html FILE]\n"
+        "  check   exchange arrays between every pair of installed libraries, directly and through "
+        "dlbridge, and report what works (python -m dlbridge check --help)"
+    )
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage)
+        return 0 if argv else 2
+    if argv[0] == "check":
+        from .check import main as check_main
+
+        return check_main(argv[1:])
+    print(f"unknown command {argv[0]!r}\n{usage}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""``python -m dlbridge check``: which of the installed array libraries exchange what correctly.
+
+For every producer x consumer pair of the installed libraries and every case of the catalog
+(:mod:`dlbridge.check.cases`), the checker runs the exchange directly
+(``consumer.from_dlpack(x)``) and through dlbridge
+(``consumer.from_dlpack(dlbridge.from_dlpack(x))``) in isolated worker processes, checks
+values at every index, dtype, shape, aliasing, read-only status and exception types, and reports
+a terminal summary, ``--json`` and ``--html``. The exit status is 1 when dlbridge itself fails a
+case, 0 otherwise (whatever the peer libraries do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+
+from . import report
+from .cases import CASES, select
+from .libraries import ALL_LIBRARIES, discover, discover_unadapted
+
+__all__ = ["main", "run_check"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m dlbridge check",
+        description="Exchange arrays between every pair of installed array libraries, directly and "
+        "through dlbridge, and report what works. Exit status 1 when dlbridge itself fails a case.",
+    )
+    p.add_argument("--libraries", help="comma-separated peer libraries to check (default: every installed one); "
+                   "the built-in reference producer/consumer (dlpack-ref) and python (memoryview) are always included")
+    p.add_argument("--cases", help="comma-separated case ids, globs (layout/*), features (dtype) or CASES.md rows (C1)")
+    p.add_argument("--json", metavar="FILE", help="write the full results as JSON")
+    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="worker processes in parallel (default: CPU count)")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds one case may take before it counts as a hang (default 30)")
+    p.add_argument("--isolate", choices=["producer", "pair", "case"], default="producer",
+                   help="one worker process per producer (default, fastest), per pair, or per case")
+    p.add_argument("--top", type=int, default=12, help="how many findings to print (default 12)")
+    p.add_argument("--list-cases", action="store_true", help="print the case catalog and exit")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    return p
+
+
+def run_check(
+    libraries: list[str] | None = None,
+    cases: list[str] | None = None,
+    *,
+    jobs: int = 2,
+    timeout: float = 30.0,
+    isolate: str = "producer",
+    progress=None,
+) -> tuple[dict, list[str], list[str]]:
+    """Run the checker; returns (JSON document, producers, consumers)."""
+    import dlbridge
+
+    from .runner import run_units
+
+    t0 = time.monotonic()
+    found = discover(libraries)
+    installed = [d for d in found if d.installed]
+    producers = [d.name for d in installed if d.producer]
+    consumers = [d.name for d in installed if d.consumer]
+    chosen = select(cases)
+    units = []
+    for p in producers:
+        for c in consumers:
+            for case in chosen:
+                if case.producers is not None and p not in case.producers:
+                    continue
+                for route in ("direct", "dlbridge"):
+                    units.append((p, c, case.id, route))
+    raw = run_units(units, jobs=jobs, timeout=timeout, group_by=isolate, progress=progress)
+    by_id = {c.id: c for c in CASES}
+    results = []
+    for r in raw:
+        case = by_id[r["case"]]
+        results.append(
+            {
+                "case": r["case"],
+                "refs": list(case.refs),
+                "feature": case.feature,
+                "producer": r["producer"],
+                "consumer": r["consumer"],
+                "route": r["route"],
+                "status": r["status"],
+                "detail": r.get("detail", ""),
+                "fault": r.get("fault"),
+                "check": r.get("check"),
+                **({"stage": r["stage"]} if r.get("stage") else {}),
+            }
+        )
+    order = {n: i for i, n in enumerate(d.name for d in found)}
+    case_order = {c.id: i for i, c in enumerate(CASES)}
+    results.sort(key=lambda r: (order.get(r["producer"], 99), order.get(r["consumer"], 99), case_order[r["case"]], r["route"]))
+    duration = time.monotonic() - t0
+    meta = {
+        "dlbridge_version": dlbridge.__version__,
+        "python": platform.python_version(),
+        "platform": f"{platform.system()} {platform.machine()}",
+        "libraries": {d.name: d.version for d in installed},
+        "libraries_detail": [d.__dict__ for d in found],
+        "unadapted": discover_unadapted(),
+        "cases": len(chosen),
+        "options": {"libraries": libraries, "cases": cases, "jobs": jobs, "timeout": timeout, "isolate": isolate},
+    }
+    summary = report.summarize(results, meta["libraries"], duration, producers, consumers)
+    return report.document(meta, results, summary), producers, consumers
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.list_cases:
+        for c in select(args.cases.split(",") if args.cases else None):
+            only = f"  (only {', '.join(c.producers)})" if c.producers else ""
+            print(f"{c.id:<34} {' '.join(c.refs):<14} {c.title}{only}")
+        return 0
+    libs = None
+    if args.libraries:
+        libs = [x.strip() for x in args.libraries.split(",") if x.strip()]
+        known = {cls.name for cls in ALL_LIBRARIES}
+        unknown = [x for x in libs if x not in known]
+        if unknown:
+            print(f"unknown libraries: {', '.join(unknown)}; known: {', '.join(sorted(known))}", file=sys.stderr)
+            return 2
+        absent = [d.name for d in discover(libs) if not d.installed]
+        if absent:
+            print(f"not installed (skipped): {', '.join(absent)}", file=sys.stderr)
+    cases = [x.strip() for x in args.cases.split(",")] if args.cases else None
+    if cases and not select(cases):
+        print(f"no case matches {args.cases!r}; see --list-cases", file=sys.stderr)
+        return 2
+    show = not args.quiet and sys.stderr.isatty()
+
+    def progress(done: int, total: int) -> None:
+        if show and (done % 50 == 0 or done == total):
+            sys.stderr.write(f"\r  {done}/{total} results")
+            sys.stderr.flush()
+
+    doc, producers, consumers = run_check(
+        libs, cases, jobs=args.jobs, timeout=args.timeout, isolate=args.isolate, progress=progress
+    )
+    if show:
+        sys.stderr.write("\r" + " " * 40 + "\r")
+    print(report.terminal(doc, doc["results"], doc["summary"], producers, consumers, top=args.top))
+    if args.json:
+        report.write_json(args.json, doc)
+        print(f"\nJSON written to {args.json}")
+    if args.html:
+        with open(args.html, "w", encoding="utf-8") as f:
+            f.write(report.html_page(doc, doc["results"], doc["summary"], producers, consumers))
+        print(f"HTML written to {args.html}")
+    return int(doc["summary"]["exit_status"])

@@ -1,0 +1,884 @@
+"""Discovery of the installed array libraries and one adapter per library.
+
+An adapter knows, for its library, how to
+
+- build an array from NumPy data with a given layout (``make``; the checker's *producer* role),
+  or say that the library cannot express it (:class:`Unsupported`);
+- import an array through the library's DLPack consumer (``consume``: ``from_dlpack`` with the
+  library's own spelling of ``device=`` and ``copy=``);
+- tell whether one of its arrays is read-only.
+
+Results of any library are inspected by :func:`observe` (dtype, shape, values, data pointer,
+writability, device), which dispatches on the result's type, so a consumer that returns another
+library's array (dpnp returns NumPy arrays for host data) is still read correctly.
+
+Adapters import their library lazily, so discovery costs a ``find_spec`` per library and a worker
+subprocess imports only the libraries of the pairs it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import math
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import refcapsule as rc
+
+
+class Unsupported(Exception):
+    """The library cannot express this case (dtype, layout, flag or argument)."""
+
+
+# ----------------------------------------------------------------------------- recipes
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to build the source array: a C- or F-ordered base, then view operations.
+
+    ``ops`` items: ``("T",)`` reverse the axes; ``("ix", (slice, ...))`` basic indexing;
+    ``("broadcast", shape)`` a zero-stride view; ``("misalign",)`` 1-D data at an odd address.
+    """
+
+    dtype: str = "float64"
+    shape: tuple[int, ...] = (3, 4)
+    order: str = "C"
+    ops: tuple = ()
+    readonly: bool = False
+
+    @property
+    def plain(self) -> bool:
+        """No view operations: what libraries without strides (JAX) can express."""
+        return not self.ops and (self.order == "C" or len([n for n in self.shape if n > 1]) <= 1)
+
+
+def det_values(dtype: str, shape: tuple[int, ...], order: str = "C") -> np.ndarray:
+    """Deterministic, distinct-ish values that every dtype represents exactly."""
+    dt = rc.np_dtype(dtype)
+    n = math.prod(shape)
+    v = np.arange(n, dtype=np.int64)
+    if dtype == "bool":
+        a = (v % 3) == 0
+    elif dtype.startswith("complex"):
+        a = ((v % 50) - 20).astype(np.float64) + 1j * ((v % 7) - 3).astype(np.float64)
+    elif dtype.startswith("uint"):
+        a = (v * 7 + 3) % 250
+    elif dtype.startswith("int"):
+        a = ((v * 7 + 3) % 120) - 60
+    else:  # float16/32/64, bfloat16, float8: small halves are exact everywhere
+        a = (((v * 5 + 3) % 16) - 8).astype(np.float64) * 0.5
+    if dt.kind == "V":  # no ml_dtypes: raw bytes
+        return np.frombuffer(np.arange(n * dt.itemsize, dtype=np.uint8).tobytes(), dtype=dt).reshape(shape, order=order)
+    return np.asarray(a).astype(dt).reshape(shape, order=order)
+
+
+def apply_ops(x: np.ndarray, ops: tuple) -> np.ndarray:
+    for op in ops:
+        if op[0] == "T":
+            x = x.T
+        elif op[0] == "ix":
+            x = x[op[1]]
+        elif op[0] == "broadcast":
+            x = np.broadcast_to(x, op[1])
+        elif op[0] == "misalign":
+            buf = bytearray(x.nbytes + 1)
+            y = np.frombuffer(buf, dtype=x.dtype, offset=1, count=x.size).reshape(x.shape)
+            y[...] = x
+            x = y
+        else:  # pragma: no cover
+            raise ValueError(op)
+    return x
+
+
+def reference(recipe: Recipe) -> np.ndarray:
+    """The NumPy array every producer must reproduce (values, dtype, shape and layout)."""
+    base = det_values(recipe.dtype, recipe.shape, recipe.order)
+    x = apply_ops(base, recipe.ops)
+    if recipe.readonly and x.flags.writeable:
+        x = x.view()
+        x.flags.writeable = False
+    return x
+
+
+def has_negative_strides(x: np.ndarray) -> bool:
+    return any(s < 0 for n, s in zip(x.shape, x.strides) if n > 1)
+
+
+# ----------------------------------------------------------------------------- observations
+
+
+@dataclass
+class Observed:
+    """What the checker could see of a result array."""
+
+    dtype: str | None = None
+    shape: tuple[int, ...] | None = None
+    values: np.ndarray | None = None  # C-order copy (host) or None
+    ptr: int | None = None  # address of the first element
+    writable: bool | None = None  # None: the library cannot say
+    device: tuple[int, int] | None = None
+    strides: tuple[int, ...] | None = None  # in elements
+    is_copied: bool | None = None
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # spec violations seen while reading
+    kind: str = ""
+
+
+def _dev(x: Any) -> tuple[int, int] | None:
+    try:
+        d = x.__dlpack_device__()
+        return (int(d[0]), int(d[1]))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _from_capsule_info(obs: Observed, info: rc.CapsuleInfo) -> None:
+    obs.values = info.values
+    if obs.dtype is None:
+        obs.dtype = info.dtype
+    if obs.shape is None:
+        obs.shape = info.shape
+    if obs.strides is None:
+        obs.strides = info.element_strides
+
+
+def _observe_numpy(y: np.ndarray) -> Observed:
+    return Observed(
+        kind="numpy.ndarray",
+        dtype=y.dtype.name,
+        shape=tuple(y.shape),
+        values=np.array(y, copy=True, order="C"),
+        ptr=y.__array_interface__["data"][0] if y.size else None,
+        writable=bool(y.flags.writeable),
+        device=(1, 0),
+        strides=tuple(s // y.itemsize for s in y.strides) if y.itemsize else None,
+    )
+
+
+def _observe_torch(y: Any) -> Observed:
+    obs = Observed(kind="torch.Tensor")
+    obs.dtype = str(y.dtype).replace("torch.", "")
+    obs.shape = tuple(y.shape)
+    obs.ptr = int(y.data_ptr()) if y.numel() else None
+    obs.writable = True  # torch has no read-only tensors
+    obs.strides = tuple(y.stride())
+    obs.device = (1, 0) if y.device.type == "cpu" else _dev(y)
+    if obs.device == (1, 0):
+        info = rc.read_object(y.detach().resolve_conj().resolve_neg())
+        obs.values = info.values
+    return obs
+
+
+def _observe_jax(y: Any) -> Observed:
+    obs = Observed(kind="jax.Array")
+    obs.dtype = np.dtype(y.dtype).name
+    obs.shape = tuple(y.shape)
+    obs.writable = False  # jax arrays are immutable
+    obs.device = _dev(y)
+    try:
+        obs.ptr = int(y.unsafe_buffer_pointer()) if y.size else None
+    except Exception:  # noqa: BLE001
+        pass
+    obs.values = np.array(np.asarray(y), copy=True, order="C")
+    return obs
+
+
+def _observe_dpnp(y: Any) -> Observed:
+    import dpnp
+
+    u = y.get_array() if hasattr(y, "get_array") else y
+    obs = Observed(kind=type(y).__module__.split(".")[0] + "." + type(y).__name__)
+    obs.dtype = np.dtype(y.dtype).name
+    obs.shape = tuple(y.shape)
+    obs.writable = bool(u.flags.writable)
+    obs.device = _dev(y)
+    obs.ptr = int(u._pointer) if y.size else None
+    obs.strides = tuple(u.strides)
+    obs.values = np.array(dpnp.asnumpy(y), copy=True, order="C")
+    return obs
+
+
+def _observe_xps(y: Any) -> Observed:
+    obs = _observe_numpy(y._array)
+    obs.kind = "array_api_strict.Array"
+    return obs
+
+
+def _observe_pa_tensor(y: Any) -> Observed:
+    a = y.to_numpy()
+    obs = _observe_numpy(a)
+    obs.kind = "pyarrow.Tensor"
+    obs.writable = bool(y.is_mutable)
+    return obs
+
+
+def _observe_pa_array(y: Any) -> Observed:
+    a = y.to_numpy(zero_copy_only=False)
+    obs = _observe_numpy(a)
+    obs.kind = "pyarrow.Array"
+    obs.writable = False
+    return obs
+
+
+def _observe_tvm(y: Any) -> Observed:
+    obs = Observed(kind="tvm_ffi.Tensor")
+    info = rc.read_object(y)
+    _from_capsule_info(obs, info)
+    obs.dtype = info.dtype
+    obs.ptr = info.data_ptr if info.size else None
+    obs.device = info.device
+    obs.writable = None  # tvm_ffi tensors carry no read-only flag; kernels may write them
+    return obs
+
+
+def _observe_dlbridge(y: Any) -> Observed:
+    obs = Observed(kind="dlbridge.Tensor")
+    obs.dtype = y.dtype.name
+    obs.shape = tuple(y.shape)
+    obs.strides = tuple(y.strides)
+    obs.ptr = int(y.data_ptr) if y.size else None
+    obs.writable = not y.readonly
+    obs.is_copied = bool(y.is_copied)
+    d = y.device
+    obs.device = (int(d.type), int(d.id))
+    if obs.device[0] in rc.HOST_DEVICES:
+        info = rc.read_object(y)
+        obs.values = info.values
+        if info.dtype != obs.dtype:
+            obs.problems.append(f"Tensor.dtype is {obs.dtype} but its capsule says {info.dtype}")
+    return obs
+
+
+class RefResult:
+    """What the reference consumer returns: the capsule's description and a copy."""
+
+    def __init__(self, info: rc.CapsuleInfo, problems: list[str]) -> None:
+        self.info = info
+        self.problems = problems
+
+
+def _observe_ref(y: RefResult) -> Observed:
+    info = y.info
+    obs = Observed(kind="capsule")
+    _from_capsule_info(obs, info)
+    obs.ptr = info.data_ptr if info.size else None
+    obs.writable = not info.readonly
+    obs.device = info.device
+    obs.is_copied = info.is_copied if info.versioned else None
+    obs.problems = list(y.problems)
+    obs.notes.append(info.describe())
+    return obs
+
+
+def observe(y: Any) -> Observed:
+    """Inspect any result array (dispatch on its type's module)."""
+    mod = type(y).__module__ or ""
+    name = type(y).__name__
+    if isinstance(y, np.ndarray):
+        return _observe_numpy(y)
+    if isinstance(y, RefResult):
+        return _observe_ref(y)
+    if mod.startswith("torch"):
+        return _observe_torch(y)
+    if mod.startswith(("jaxlib", "jax")):
+        return _observe_jax(y)
+    if mod.startswith(("dpnp", "dpctl")):
+        return _observe_dpnp(y)
+    if mod.startswith("array_api_strict"):
+        return _observe_xps(y)
+    if mod.startswith("pyarrow"):
+        return _observe_pa_tensor(y) if name == "Tensor" else _observe_pa_array(y)
+    if mod.startswith("tvm_ffi"):
+        return _observe_tvm(y)
+    if mod.startswith("dlbridge"):
+        return _observe_dlbridge(y)
+    # unknown: read it through DLPack
+    obs = Observed(kind=f"{mod}.{name}")
+    info = rc.read_object(y)
+    _from_capsule_info(obs, info)
+    obs.ptr = info.data_ptr if info.size else None
+    obs.device = info.device
+    return obs
+
+
+# ----------------------------------------------------------------------------- adapters
+
+
+class Library:
+    """Base adapter. Subclasses set the class attributes and override what they support."""
+
+    name = ""
+    module = ""  # import name
+    dist = ""  # distribution name for the version
+    pip = ""  # install hint
+    producer = True
+    consumer = True
+    builtin = False  # part of the checker (always available)
+    #: True when results of ``consume`` can be read-only (so aliasing read-only data is safe).
+    readonly_results = False
+    #: device types the consumer can hold without copying to the host
+    devices: frozenset[int] = frozenset({1})
+    #: can the consumer pass ``device=`` / ``copy=``?
+    takes_kwargs = True
+    note = ""
+
+    def __init__(self) -> None:
+        self._mod: Any = None
+
+    # discovery
+    def installed(self) -> bool:
+        if self.builtin:
+            return True
+        try:
+            return importlib.util.find_spec(self.module) is not None
+        except (ImportError, ValueError):
+            return False
+
+    def version(self) -> str:
+        try:
+            return importlib.metadata.version(self.dist or self.module)
+        except importlib.metadata.PackageNotFoundError:
+            return str(getattr(self.load(), "__version__", "?"))
+
+    def load(self) -> Any:
+        if self._mod is None:
+            self._mod = importlib.import_module(self.module)
+            self.setup()
+        return self._mod
+
+    def setup(self) -> None:
+        """Called once after the first import."""
+
+    # producer side
+    def make(self, recipe: Recipe, ref: np.ndarray) -> Any:
+        raise Unsupported(f"{self.name} is not a producer")
+
+    def src_readonly(self, x: Any) -> bool:
+        """Is the producer's array read-only (must not be written through any alias)?"""
+        return False
+
+    def src_ptr(self, x: Any) -> int | None:
+        info = rc.probe(x)
+        return info.data_ptr if info is not None else None
+
+    def src_device(self, x: Any) -> tuple[int, int]:
+        return _dev(x) or (1, 0)
+
+    # consumer side
+    def device_arg(self, which: str) -> Any:
+        """The library's spelling of a device: ``"cpu"`` or ``"native"`` (its default)."""
+        if which == "cpu":
+            return "cpu"
+        raise Unsupported(f"{self.name} has no default device object")
+
+    def from_dlpack(self, obj: Any, **kw: Any) -> Any:
+        raise NotImplementedError
+
+    def consume(self, obj: Any, *, device: str | None = None, copy: bool | None = None) -> Any:
+        kw: dict[str, Any] = {}
+        if device is not None:
+            kw["device"] = self.device_arg(device)
+        if copy is not None:
+            kw["copy"] = copy
+        if kw and not self.takes_kwargs:
+            raise Unsupported(f"{self.name}'s from_dlpack has no device= / copy= arguments")
+        return self.from_dlpack(obj, **kw)
+
+    def reduce(self, y: Any) -> float:
+        raise Unsupported(f"no reduction for {self.name}")
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+class NumPyLib(Library):
+    name = module = dist = pip = "numpy"
+    readonly_results = True
+
+    def make(self, recipe, ref):
+        return reference(recipe)  # a fresh array with the reference's layout and flags
+
+    def src_readonly(self, x):
+        return not x.flags.writeable
+
+    def src_ptr(self, x):
+        return x.__array_interface__["data"][0]
+
+    def device_arg(self, which):
+        if which in ("cpu", "native"):
+            return "cpu"
+        return super().device_arg(which)
+
+    def from_dlpack(self, obj, **kw):
+        return np.from_dlpack(obj, **kw)
+
+    def reduce(self, y):
+        return complex(np.sum(y))
+
+
+def _torch_dtype(torch: Any, name: str) -> Any:
+    dt = getattr(torch, name, None)
+    if dt is None or not isinstance(dt, torch.dtype):
+        raise Unsupported(f"torch has no dtype {name}")
+    return dt
+
+
+class TorchLib(Library):
+    name = module = dist = pip = "torch"
+
+    def make(self, recipe, ref):
+        torch = self.load()
+        dt = _torch_dtype(torch, recipe.dtype)
+        if recipe.readonly:
+            raise Unsupported("torch tensors cannot be read-only")
+        if has_negative_strides(ref):
+            raise Unsupported("torch tensors cannot have negative strides")
+        if any(op[0] == "misalign" for op in recipe.ops):
+            raise Unsupported("not expressible with torch")
+        base = det_values(recipe.dtype, recipe.shape, recipe.order)
+        if base.dtype.kind not in "biufc":  # ml_dtypes (bfloat16, float8): via float32, exact here
+            t = torch.from_numpy(base.astype(np.float32)).to(dt)
+        else:
+            t = torch.from_numpy(base)
+        for op in recipe.ops:
+            if op[0] == "T":
+                t = t.permute(*reversed(range(t.ndim)))
+            elif op[0] == "ix":
+                t = t[op[1]]
+            elif op[0] == "broadcast":
+                t = t.expand(*op[1])
+        return t
+
+    def src_ptr(self, x):
+        return int(x.data_ptr())
+
+    def src_device(self, x):
+        return (1, 0) if x.device.type == "cpu" else super().src_device(x)
+
+    def from_dlpack(self, obj, **kw):
+        return self.load().from_dlpack(obj, **kw)
+
+    def reduce(self, y):
+        return complex(y.sum().item())
+
+
+class JaxLib(Library):
+    name = module = "jax"
+    dist = "jax"
+    pip = "jax[cpu]"
+    readonly_results = True
+    note = "run with jax_enable_x64=True so that 64-bit dtypes exist"
+
+    def setup(self):
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        import jax.numpy  # noqa: F401
+
+    def make(self, recipe, ref):
+        self.load()
+        import jax.numpy as jnp
+
+        if not recipe.plain:
+            raise Unsupported("JAX arrays have no user-visible strides (always C-contiguous)")
+        try:
+            dt = jnp.dtype(recipe.dtype)
+        except TypeError as e:
+            raise Unsupported(f"jax has no dtype {recipe.dtype}") from e
+        return jnp.asarray(np.ascontiguousarray(ref), dtype=dt)
+
+    def src_readonly(self, x):
+        return True  # immutable
+
+    def src_ptr(self, x):
+        return int(x.unsafe_buffer_pointer())
+
+    def device_arg(self, which):
+        import jax
+
+        if which in ("cpu", "native"):
+            return jax.devices("cpu")[0]
+        return super().device_arg(which)
+
+    def from_dlpack(self, obj, **kw):
+        self.load()
+        import jax.numpy as jnp
+
+        return jnp.from_dlpack(obj, **kw)
+
+    def reduce(self, y):
+        import jax.numpy as jnp
+
+        return complex(jnp.sum(y))
+
+
+class PyArrowLib(Library):
+    name = module = dist = pip = "pyarrow"
+    readonly_results = True
+    note = "producer: pyarrow.Array for 1-D data, pyarrow.Tensor otherwise; consumer: pyarrow.Tensor.from_dlpack"
+
+    def make(self, recipe, ref):
+        pa = self.load()
+        if recipe.dtype in ("bfloat16",) or recipe.dtype.startswith(("float8", "complex")):
+            raise Unsupported(f"pyarrow has no {recipe.dtype} type")
+        if has_negative_strides(ref) or any(op[0] in ("misalign", "broadcast") for op in recipe.ops):
+            raise Unsupported("pyarrow arrays cannot have negative, zero or unaligned strides")
+        if ref.ndim == 1:
+            # 1-D: an Arrow array; offsets are slices, steps are not expressible
+            base = det_values(recipe.dtype, recipe.shape)
+            arr = pa.array(base)
+            for op in recipe.ops:
+                sl = op[1][0] if op[0] == "ix" and isinstance(op[1], tuple) else (op[1] if op[0] == "ix" else None)
+                if not isinstance(sl, slice):
+                    raise Unsupported(f"not expressible as an Arrow array: {op}")
+                start, stop, step = sl.indices(len(base))
+                if step != 1:
+                    raise Unsupported("Arrow arrays are contiguous (no step slices)")
+                arr = arr.slice(start, max(0, stop - start))
+            return arr
+        return pa.Tensor.from_numpy(reference(recipe))
+
+    def src_readonly(self, x):
+        return not bool(getattr(x, "is_mutable", False))
+
+    def device_arg(self, which):
+        if which in ("cpu", "native"):
+            return (1, 0)
+        return super().device_arg(which)
+
+    def from_dlpack(self, obj, **kw):
+        return self.load().Tensor.from_dlpack(obj, **kw)
+
+
+class DpnpLib(Library):
+    name = module = dist = "dpnp"
+    pip = "dpnp intel-opencl-rt"
+    readonly_results = True
+    devices = frozenset({1, 14})
+    note = "arrays live on a SYCL device (kDLOneAPI = 14): the real cross-device cases"
+
+    def setup(self):
+        import dpnp
+
+        dpnp.arange(2)  # fail early if the SYCL device is unavailable
+
+    def make(self, recipe, ref):
+        dpnp = self.load()
+        if recipe.dtype in ("bfloat16",) or recipe.dtype.startswith("float8"):
+            raise Unsupported(f"dpnp has no {recipe.dtype}")
+        if any(op[0] == "misalign" for op in recipe.ops):
+            raise Unsupported("not expressible with dpnp")
+        base = det_values(recipe.dtype, recipe.shape, recipe.order)
+        x = dpnp.asarray(np.ascontiguousarray(base))
+        if recipe.order == "F":
+            x = dpnp.asfortranarray(x)
+        for op in recipe.ops:
+            if op[0] == "T":
+                x = x.T
+            elif op[0] == "ix":
+                x = x[op[1]]
+            elif op[0] == "broadcast":
+                x = dpnp.broadcast_to(x, op[1])
+        if recipe.readonly:
+            x.get_array().flags.writable = False
+        return x
+
+    def src_readonly(self, x):
+        return not bool(x.get_array().flags.writable)
+
+    def src_ptr(self, x):
+        return int(x.get_array()._pointer)
+
+    def device_arg(self, which):
+        if which == "cpu":
+            return (1, 0)
+        if which == "native":
+            return self.load().arange(1).sycl_device
+        return super().device_arg(which)
+
+    def from_dlpack(self, obj, **kw):
+        return self.load().from_dlpack(obj, **kw)
+
+    def reduce(self, y):
+        return complex(self.load().sum(y))
+
+
+class ArrayApiStrictLib(Library):
+    name = module = "array_api_strict"
+    dist = pip = "array-api-strict"
+    readonly_results = True
+
+    def make(self, recipe, ref):
+        xps = self.load()
+        if ref.dtype.kind == "V" or recipe.dtype in ("float16", "bfloat16") or recipe.dtype.startswith("float8"):
+            raise Unsupported(f"array_api_strict has no {recipe.dtype}")
+        x = xps.asarray(ref)
+        if x._array.ctypes.data != ref.ctypes.data or x._array.strides != ref.strides:
+            raise Unsupported("array_api_strict copied the data (layout not expressible)")
+        return x
+
+    def src_readonly(self, x):
+        return not x._array.flags.writeable
+
+    def src_ptr(self, x):
+        return x._array.__array_interface__["data"][0]
+
+    def device_arg(self, which):
+        xps = self.load()
+        if which in ("cpu", "native"):
+            return xps.Device("CPU_DEVICE")
+        return super().device_arg(which)
+
+    def from_dlpack(self, obj, **kw):
+        return self.load().from_dlpack(obj, **kw)
+
+    def reduce(self, y):
+        return complex(self.load().sum(y)._array)
+
+
+class TvmFfiLib(Library):
+    name = module = "tvm_ffi"
+    dist = pip = "apache-tvm-ffi"
+    takes_kwargs = False
+    devices = frozenset({1, 2, 3, 4, 7, 8, 10, 13, 14})
+
+    def make(self, recipe, ref):
+        tvm_ffi = self.load()
+        if recipe.readonly:
+            raise Unsupported("tvm_ffi tensors have no read-only flag")
+        if ref.dtype.kind == "V":
+            raise Unsupported("needs ml_dtypes")
+        return tvm_ffi.from_dlpack(ref)
+
+    def from_dlpack(self, obj, **kw):
+        return self.load().from_dlpack(obj, **kw)
+
+
+class NanoarrowLib(Library):
+    name = module = dist = pip = "nanoarrow"
+    consumer = False
+    note = "Arrow C data only (no DLPack): producer for dlbridge's Arrow import"
+
+    def make(self, recipe, ref):
+        na = self.load()
+        if ref.ndim != 1 or recipe.ops:
+            raise Unsupported("nanoarrow arrays are 1-D and contiguous")
+        if recipe.dtype in ("bool", "bfloat16", "float16") or recipe.dtype.startswith(("float8", "complex")):
+            raise Unsupported(f"no nanoarrow array of {recipe.dtype} from a buffer")
+        return na.c_array(np.ascontiguousarray(ref))
+
+    def src_readonly(self, x):
+        return True
+
+    def src_ptr(self, x):
+        return None
+
+
+class Arro3Lib(Library):
+    name = "arro3"
+    module = "arro3.core"
+    dist = pip = "arro3-core"
+    consumer = False
+    note = "Arrow C data only (no DLPack): producer for dlbridge's Arrow import"
+
+    def make(self, recipe, ref):
+        a3 = self.load()
+        if ref.ndim != 1 or recipe.ops:
+            raise Unsupported("arro3 arrays are 1-D and contiguous")
+        if recipe.dtype in ("bfloat16",) or recipe.dtype.startswith(("float8", "complex")):
+            raise Unsupported(f"arro3 has no {recipe.dtype}")
+        return a3.Array.from_numpy(np.ascontiguousarray(ref))
+
+    def src_readonly(self, x):
+        return True
+
+    def src_ptr(self, x):
+        return None
+
+
+class PythonLib(Library):
+    """Python's own objects: a memoryview over the data (buffer protocol), and lists."""
+
+    name = "python"
+    module = "sys"
+    builtin = True
+    consumer = False
+    note = "memoryview (buffer protocol, no DLPack): what dlbridge imports that DLPack consumers cannot"
+
+    def version(self):
+        return sys.version.split()[0]
+
+    def make(self, recipe, ref):
+        if ref.dtype.kind == "V" or recipe.dtype == "bfloat16" or recipe.dtype.startswith("float8"):
+            raise Unsupported(f"no buffer-protocol format for {recipe.dtype}")
+        return memoryview(ref)
+
+    def src_readonly(self, x):
+        return bool(getattr(x, "readonly", False))
+
+    def src_ptr(self, x):
+        return np.asarray(x).__array_interface__["data"][0] if isinstance(x, memoryview) else None
+
+
+class RefLib(Library):
+    """The checker's own reference DLPack producer and consumer (ctypes)."""
+
+    name = "dlpack-ref"
+    module = "ctypes"
+    builtin = True
+    readonly_results = True
+    note = "reference DLPack producer/consumer in ctypes: checks every field of a capsule"
+
+    def version(self):
+        return "DLPack %d.%d" % rc.REF_VERSION
+
+    def make(self, recipe, ref):
+        return rc.RefArray(ref, readonly=recipe.readonly)
+
+    def src_readonly(self, x):
+        return x.readonly if isinstance(x, rc.RefArray) else False
+
+    def src_ptr(self, x):
+        return x.data_ptr if isinstance(x, rc.RefArray) else None
+
+    def src_device(self, x):
+        return (1, 0)
+
+    def device_arg(self, which):
+        if which in ("cpu", "native"):
+            return (1, 0)
+        return super().device_arg(which)
+
+    def consume(self, obj, *, device=None, copy=None):
+        kw: dict[str, Any] = {}
+        if device is not None:
+            kw["dl_device"] = self.device_arg(device)
+        if copy is not None:
+            kw["copy"] = copy
+        return ref_consume(obj, **kw)
+
+
+def ref_consume(obj: Any, **kw: Any) -> RefResult:
+    """The reference consumer: read the capsule, note every spec violation."""
+    info = rc.read_object(obj, **kw)
+    problems = []
+    if info.versioned and info.version is not None and info.version > rc.REF_VERSION:
+        problems.append(
+            f"capsule version {info.version} is newer than the max_version {rc.REF_VERSION} asked for"
+        )
+    code = info.code_bits_lanes[0]
+    if code in rc.CODES_SINCE_1_1:
+        # C26: the same dtype must be refused to a DLPack 1.0 consumer
+        try:
+            cap = obj.__dlpack__(max_version=(1, 0))
+        except BufferError:
+            pass
+        except Exception as e:  # noqa: BLE001
+            problems.append(
+                f"asked for a {info.dtype} capsule with max_version=(1, 0), it raised "
+                f"{type(e).__name__} instead of BufferError"
+            )
+        else:
+            try:
+                got = rc.read_capsule(cap, read_values=False)
+                if got.code_bits_lanes[0] in rc.CODES_SINCE_1_1:
+                    problems.append(
+                        f"exported {info.dtype} (a DLPack 1.1 type code) to a consumer that asked for "
+                        f"max_version=(1, 0); expected BufferError"
+                    )
+            except Exception:  # noqa: BLE001
+                pass
+    return RefResult(info, problems)
+
+
+ALL_LIBRARIES: list[type[Library]] = [
+    NumPyLib,
+    TorchLib,
+    JaxLib,
+    PyArrowLib,
+    DpnpLib,
+    ArrayApiStrictLib,
+    TvmFfiLib,
+    NanoarrowLib,
+    Arro3Lib,
+    PythonLib,
+    RefLib,
+]
+
+#: Libraries the issue names that have no adapter yet (reported as "not checked" when found).
+KNOWN_WITHOUT_ADAPTER = {
+    "tensorflow": ("tensorflow", "tensorflow-cpu"),
+    "cupy": ("cupy", "cupy"),
+    "mlx": ("mlx", "mlx"),
+    "paddle": ("paddle", "paddlepaddle"),
+}
+
+
+def by_name() -> dict[str, Library]:
+    return {cls.name: cls() for cls in ALL_LIBRARIES}
+
+
+@dataclass
+class Discovered:
+    name: str
+    installed: bool
+    version: str | None
+    producer: bool
+    consumer: bool
+    builtin: bool
+    note: str = ""
+
+
+def discover(selected: list[str] | None = None) -> list[Discovered]:
+    """Which libraries are installed (no imports: versions come from package metadata)."""
+    out = []
+    for lib in by_name().values():
+        if selected is not None and lib.name not in selected and not lib.builtin:
+            continue
+        inst = lib.installed()
+        ver = None
+        if inst:
+            try:
+                ver = lib.version()
+            except Exception:  # noqa: BLE001
+                ver = "?"
+        out.append(Discovered(lib.name, inst, ver, lib.producer, lib.consumer, lib.builtin, lib.note))
+    return out
+
+
+def discover_unadapted() -> dict[str, str]:
+    """Libraries the issue names, installed, that the checker has no adapter for yet."""
+    out = {}
+    for name, (mod, dist) in KNOWN_WITHOUT_ADAPTER.items():
+        try:
+            if importlib.util.find_spec(mod) is not None:
+                try:
+                    out[name] = importlib.metadata.version(dist)
+                except importlib.metadata.PackageNotFoundError:
+                    out[name] = "?"
+        except (ImportError, ValueError):
+            pass
+    return out
+
+
+__all__ = [
+    "ALL_LIBRARIES",
+    "Discovered",
+    "Library",
+    "Observed",
+    "Recipe",
+    "RefResult",
+    "Unsupported",
+    "by_name",
+    "det_values",
+    "discover",
+    "observe",
+    "reference",
+]
+

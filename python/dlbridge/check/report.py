@@ -1,0 +1,444 @@
+"""Outputs of the checker: the terminal summary, the JSON document and a self-contained HTML page."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections import Counter, defaultdict
+from typing import Any
+
+from .cases import BY_ID, FEATURES, NOT_COVERED
+
+STATUSES = ["pass", "fail", "error", "crash", "timeout", "unsupported"]
+BAD = {"fail", "error", "crash", "timeout"}
+SEVERITY = {"crash": 5, "fail": 4, "timeout": 3, "error": 2, "unsupported": 1, "pass": 0}
+ROUTES = ["direct", "dlbridge"]
+ROUTE_TITLES = {
+    "direct": "consumer.from_dlpack(x)",
+    "dlbridge": "consumer.from_dlpack(dlbridge.from_dlpack(x))",
+}
+COLORS = {
+    "pass": "#2e9e4f",
+    "unsupported": "#b8bec6",
+    "error": "#f0a030",
+    "timeout": "#a0522d",
+    "fail": "#d93a3a",
+    "crash": "#6b1f7a",
+    "none": "#f4f5f7",
+}
+
+#: plain-words workaround per kind of finding
+WORKAROUNDS = {
+    "readonly": "pass copy=True when the source is read-only (or import with a consumer that keeps read-only arrays, e.g. NumPy)",
+    "exception": "catch the exception it really raises (not only BufferError), or make a contiguous copy first "
+    "(np.ascontiguousarray / tensor.contiguous()); for data on another device pass device=\"cpu\"",
+    "crash": "do not hand this layout to this consumer: make a C-contiguous copy first "
+    "(np.ascontiguousarray / tensor.contiguous())",
+    "timeout": "avoid this exchange (it hangs); make a C-contiguous host copy first",
+    "dtype": "convert to a dtype both sides support before the exchange (e.g. .astype / .to)",
+    "values": "make a C-contiguous copy before the exchange; do not trust the imported values",
+    "shape": "make a C-contiguous copy before the exchange",
+    "copy": "do not rely on copy= being honoured for this pair; compare data pointers if aliasing matters",
+    "accepted": "check the input yourself (layout, device, flags) before calling from_dlpack",
+    "spec": "the exported capsule breaks the DLPack spec; import through a consumer that validates it "
+    "(dlbridge.from_dlpack) or make a copy first",
+    "deleter": "memory is leaked or freed twice: avoid this exchange in long-running code",
+    "consumed": "never hand the same capsule to from_dlpack twice",
+    "device": "pass device= explicitly and check where the result lives",
+    "strides": "make a C-contiguous copy before the exchange",
+    "warning": "expect a warning on every import; copy first to avoid it",
+    "reduce": "make a C-contiguous copy before reducing",
+    "layout": "check is_c_contiguous yourself",
+    "refused": "this is a dlbridge bug: please report it (workaround: import with the consumer directly)",
+    "export": "this is a dlbridge bug: please report it",
+    "buffer": "use DLPack (from_dlpack) instead of the buffer protocol for this dtype",
+    "alignment": "copy misaligned data before the exchange",
+    "import": "the two libraries cannot be imported into one process here",
+}
+
+
+def _who(r: dict) -> str:
+    f = r.get("fault")
+    if f == "dlbridge":
+        return "dlbridge"
+    if f == "consumer":
+        return r["consumer"]
+    if f == "producer":
+        return r["producer"]
+    if f == "checker":
+        return "the checker"
+    return f"{r['producer']} → {r['consumer']}"
+
+
+def dlbridge_failures(results: list[dict]) -> list[dict]:
+    return [r for r in results if r.get("fault") == "dlbridge" and r["status"] in BAD]
+
+
+def _counts(rs) -> dict[str, int]:
+    c = Counter(r["status"] for r in rs)
+    return {s: c.get(s, 0) for s in STATUSES}
+
+
+def group_findings(results: list[dict]) -> list[dict]:
+    """Bad results grouped by (route, who, kind), worst first."""
+    twins = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in results}
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in results:
+        if r["status"] not in BAD:
+            continue
+        kind = r.get("check") or r["status"]
+        if r["status"] in ("crash", "timeout"):
+            kind = r["status"]
+        groups[(r.get("fault") == "dlbridge", _who(r), kind, r["route"] if r.get("fault") != "dlbridge" else "dlbridge")].append(r)
+    out = []
+    for (is_dlb, who, kind, route), rs in groups.items():
+        worst = max(rs, key=lambda r: SEVERITY[r["status"]])
+        rescued = 0
+        if route == "direct":
+            for r in rs:
+                twin = twins.get((r["producer"], r["consumer"], r["case"], "dlbridge"))
+                if twin and twin["status"] == "pass":
+                    rescued += 1
+        cases = sorted({r["case"] for r in rs})
+        pairs = sorted({f"{r['producer']}→{r['consumer']}" for r in rs})
+        refs = sorted({x for r in rs for x in (r.get("refs") or [])}, key=lambda s: int(s[1:]))
+        work = WORKAROUNDS.get(kind, "")
+        if is_dlb:
+            work = "a dlbridge bug: " + ("report it" if not work.startswith("this is") else work[len("this is a dlbridge bug: "):])
+        if rescued:
+            work = (f"going through dlbridge works in {rescued} of these {len(rs)} cases: "
+                    "consumer.from_dlpack(dlbridge.from_dlpack(x))" + ("; otherwise " + work if work else ""))
+        out.append(
+            {
+                "dlbridge": is_dlb,
+                "who": who,
+                "kind": kind,
+                "route": route,
+                "status": worst["status"],
+                "count": len(rs),
+                "cases": cases,
+                "pairs": pairs,
+                "refs": refs,
+                "example": f"{worst['producer']} → {worst['consumer']}, {worst['case']} ({worst['route']}): {worst['detail']}",
+                "workaround": work,
+            }
+        )
+    out.sort(key=lambda g: (not g["dlbridge"], -SEVERITY[g["status"]], -g["count"]))
+    return out
+
+
+def coverage(results: list[dict]) -> dict:
+    covered = Counter()
+    for r in results:
+        if r["status"] != "unsupported":
+            for ref in r.get("refs") or []:
+                covered[ref] += 1
+    not_covered = {}
+    for i in range(1, 57):
+        c = f"C{i}"
+        if c not in covered:
+            not_covered[c] = NOT_COVERED.get(c, "no installed library can express it here")
+    return {"covered": sorted(covered, key=lambda s: int(s[1:])), "not_covered": not_covered}
+
+
+def summarize(results: list[dict], libraries: dict, duration: float, producers: list[str], consumers: list[str]) -> dict:
+    by_route = {route: _counts([r for r in results if r["route"] == route]) for route in ROUTES}
+    pairs = []
+    bucket: dict[tuple, list] = defaultdict(list)
+    for r in results:
+        bucket[(r["producer"], r["consumer"], r["route"])].append(r)
+    for p in producers:
+        for c in consumers:
+            if (p, c, "direct") in bucket or (p, c, "dlbridge") in bucket:
+                pairs.append(
+                    {
+                        "producer": p,
+                        "consumer": c,
+                        "direct": _counts(bucket.get((p, c, "direct"), [])),
+                        "dlbridge": _counts(bucket.get((p, c, "dlbridge"), [])),
+                        "dlbridge_failures": len(dlbridge_failures(bucket.get((p, c, "dlbridge"), []) + bucket.get((p, c, "direct"), []))),
+                    }
+                )
+    fails = dlbridge_failures(results)
+    return {
+        "results": len(results),
+        "by_route": by_route,
+        "pairs": pairs,
+        "dlbridge_failures": len(fails),
+        "dlbridge_failure_cases": sorted({r["case"] for r in fails}),
+        "findings": group_findings(results)[:40],
+        "coverage": coverage(results),
+        "duration_seconds": round(duration, 1),
+        "exit_status": 1 if fails else 0,
+    }
+
+
+def document(meta: dict, results: list[dict], summary: dict) -> dict:
+    return {**meta, "results": results, "summary": summary}
+
+
+def write_json(path: str, doc: dict) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, default=str)
+        f.write("\n")
+
+
+# ----------------------------------------------------------------------------- terminal
+
+
+def _cell(counts: dict[str, int], marker: bool) -> str:
+    if not any(counts.values()):
+        return "-"
+    p = counts["pass"]
+    f = counts["fail"] + counts["error"]
+    c = counts["crash"] + counts["timeout"]
+    return f"{p}/{f}/{c}" + ("*" if marker else "")
+
+
+def _wrap(text: str, width: int, indent: str) -> str:
+    import textwrap
+
+    return textwrap.fill(text, width=width, initial_indent=indent, subsequent_indent=indent)
+
+
+def terminal(meta: dict, results: list[dict], summary: dict, producers: list[str], consumers: list[str], *, top: int = 12) -> str:
+    lines = []
+    libs = meta["libraries_detail"]
+    lines.append(
+        f"dlbridge {meta['dlbridge_version']} conformance check: Python {meta['python']}, "
+        f"{len(producers)} producers x {len(consumers)} consumers, {meta['cases']} cases, "
+        f"{summary['results']} results in {summary['duration_seconds']:.0f} s"
+    )
+    lines.append("")
+    lines.append("Libraries:")
+    for d in libs:
+        if d["installed"]:
+            roles = ", ".join(r for r, on in (("producer", d["producer"]), ("consumer", d["consumer"])) if on)
+            lines.append(f"  {d['name']:<17} {d['version'] or '?':<18} {roles}")
+    missing = [d["name"] for d in libs if not d["installed"]]
+    if meta.get("unadapted"):
+        lines.append("  installed but not checked yet: " + ", ".join(f"{k} {v}" for k, v in meta["unadapted"].items()))
+    if missing:
+        lines.append("  not installed: " + ", ".join(missing))
+    for name, err in (meta.get("import_errors") or {}).items():
+        lines.append(f"  could not import {name}: {err}")
+    lines.append("")
+    pair_map = {(p["producer"], p["consumer"]): p for p in summary["pairs"]}
+    colw = max(9, max((len(c) for c in consumers), default=9) + 1)
+    for route in ROUTES:
+        lines.append(f"{'Direct' if route == 'direct' else 'Through dlbridge'}: {ROUTE_TITLES[route]}   (cells: pass/fail/crash)")
+        corner = "producer \\ consumer"
+        head = f"  {corner:<20}" + "".join(f"{c:>{colw}}" for c in consumers)
+        lines.append(head)
+        for p in producers:
+            row = f"  {p:<20}"
+            for c in consumers:
+                pr = pair_map.get((p, c))
+                if pr is None:
+                    row += f"{'-':>{colw}}"
+                    continue
+                marker = route == "dlbridge" and pr["dlbridge_failures"] > 0
+                row += f"{_cell(pr[route], marker):>{colw}}"
+            lines.append(row)
+        t = summary["by_route"][route]
+        lines.append("  totals: " + ", ".join(f"{s} {t[s]}" for s in STATUSES))
+        lines.append("")
+    lines.append("  fail = wrong result or wrong exception (fail+error); crash = crash+timeout; * = dlbridge itself failed there")
+    lines.append("")
+    findings = summary["findings"]
+    if findings:
+        lines.append("Worst findings:")
+        for i, g in enumerate(findings[:top], 1):
+            who = "dlbridge" if g["dlbridge"] else g["who"]
+            refs = f" [{', '.join(g['refs'])}]" if g["refs"] else ""
+            lines.append(f" {i:>2}. [{g['status']}] {who} ({g['kind']}, {g['count']} result{'s' if g['count'] != 1 else ''}){refs}")
+            lines.append(_wrap(g["example"], 110, "      "))
+            if len(g["pairs"]) > 1:
+                lines.append(_wrap("pairs: " + ", ".join(g["pairs"][:8]) + (" ..." if len(g["pairs"]) > 8 else ""), 110, "      "))
+            if g["workaround"]:
+                lines.append(_wrap("workaround: " + g["workaround"], 110, "      "))
+        if len(findings) > top:
+            lines.append(f"  ... {len(findings) - top} more kinds of finding in the JSON / HTML report")
+        lines.append("")
+    fails = dlbridge_failures(results)
+    if fails:
+        lines.append(f"dlbridge itself failed {len(fails)} result(s) in {len(summary['dlbridge_failure_cases'])} case(s) -> exit status 1:")
+        seen = set()
+        for r in fails:
+            key = (r["case"], r.get("check"), re.sub(r"0x[0-9a-f]+|\d{6,}", "#", r["detail"])[:120], r["producer"])
+            if key in seen:
+                continue
+            seen.add(key)
+            lines.append(_wrap(f"- {r['producer']} -> {r['consumer']}, {r['case']}: [{r['status']}] {r['detail']}", 110, "  "))
+            if len(seen) >= 25:
+                lines.append(f"  ... see the JSON report for all {len(fails)}")
+                break
+    else:
+        lines.append("dlbridge itself failed no case -> exit status 0.")
+    nc = summary["coverage"]["not_covered"]
+    if nc:
+        lines.append("")
+        lines.append(_wrap("CASES.md rows not exercised here: " + "; ".join(f"{k} ({v})" for k, v in nc.items()), 110, ""))
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- HTML
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2127;max-width:1400px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+h3{font-size:15px;margin:18px 0 6px}
+.meta{color:#555} table{border-collapse:collapse;margin:6px 0}
+td,th{padding:3px 6px;border:1px solid #e1e4e8;vertical-align:top;text-align:left}
+th{background:#f6f8fa;font-weight:600}
+table.m td.c{padding:0;width:86px;height:30px;text-align:center}
+table.m a{display:flex;height:100%;text-decoration:none;color:#fff;font-size:12px}
+table.m a span{flex:1;display:flex;align-items:center;justify-content:center}
+.legend span{display:inline-block;padding:1px 8px;margin-right:4px;border-radius:3px;color:#fff;font-size:12px}
+.st{display:inline-block;min-width:74px;text-align:center;border-radius:3px;color:#fff;font-size:12px;padding:0 4px}
+.det td{font-size:12.5px} .det td.d{max-width:560px;word-break:break-word}
+.cellsec{margin:10px 0 22px;padding:6px 10px;border-left:4px solid #ccc}
+.cellsec:target{border-left-color:#0366d6;background:#f1f8ff}
+.find li{margin-bottom:8px} .small{font-size:12px;color:#555} .dlb{font-weight:600;color:#b00}
+code{background:#f3f4f6;padding:0 3px;border-radius:3px}
+"""
+
+
+def _e(s: Any) -> str:
+    return html.escape(str(s), quote=True)
+
+
+def _slug(*parts: str) -> str:
+    return "-".join(re.sub(r"[^A-Za-z0-9]+", "_", p) for p in parts)
+
+
+def _worst(rs: list[dict]) -> str:
+    if not rs:
+        return "none"
+    bad = [r for r in rs if r["status"] != "unsupported"]
+    if not bad:
+        return "unsupported"
+    return max(bad, key=lambda r: SEVERITY[r["status"]])["status"]
+
+
+def _half(rs: list[dict]) -> str:
+    w = _worst(rs)
+    n = Counter(r["status"] for r in rs)
+    label = f"{n.get('pass', 0)}" if w in ("pass", "none") else f"{sum(n[s] for s in BAD)}✗" if w in BAD else "–"
+    if w == "none":
+        label = ""
+    tip = ", ".join(f"{k} {v}" for k, v in sorted(n.items()))
+    return f'<span style="background:{COLORS[w]}" title="{_e(tip)}">{_e(label)}</span>'
+
+
+def _matrix(feature: str, results: list[dict], producers: list[str], consumers: list[str]) -> str:
+    by = defaultdict(list)
+    for r in results:
+        by[(r["producer"], r["consumer"], r["route"])].append(r)
+    out = ['<table class="m"><tr><th>producer \\ consumer</th>' + "".join(f"<th>{_e(c)}</th>" for c in consumers) + "</tr>"]
+    for p in producers:
+        row = f"<tr><th>{_e(p)}</th>"
+        for c in consumers:
+            d, b = by.get((p, c, "direct"), []), by.get((p, c, "dlbridge"), [])
+            if not d and not b:
+                row += '<td class="c"></td>'
+                continue
+            row += f'<td class="c"><a href="#{_slug(feature, p, c)}">{_half(d)}{_half(b)}</a></td>'
+        out.append(row + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _badge(status: str) -> str:
+    return f'<span class="st" style="background:{COLORS[status]}">{_e(status)}</span>'
+
+
+def html_page(meta: dict, results: list[dict], summary: dict, producers: list[str], consumers: list[str]) -> str:
+    parts = [
+        "<!doctype html><html lang=en><head><meta charset=utf-8>",
+        f"<title>dlbridge check: {len(producers)}×{len(consumers)} libraries</title><style>{_CSS}</style></head><body>",
+        f"<h1>dlbridge {_e(meta['dlbridge_version'])} conformance check</h1>",
+        f"<div class=meta>Python {_e(meta['python'])} · {_e(meta.get('platform', ''))} · {summary['results']} results · "
+        f"{summary['duration_seconds']:.0f} s · exit status {summary['exit_status']}</div>",
+        '<p class=legend>Each cell: <b>left half</b> = direct <code>consumer.from_dlpack(x)</code>, '
+        "<b>right half</b> = through dlbridge <code>consumer.from_dlpack(dlbridge.from_dlpack(x))</code>; "
+        "colour = the worst result in the cell; click a cell for its cases. "
+        + "".join(f'<span style="background:{COLORS[s]}">{s}</span>' for s in ["pass", "unsupported", "error", "timeout", "fail", "crash"])
+        + "</p>",
+    ]
+    # libraries
+    parts.append("<h2>Libraries</h2><table><tr><th>library</th><th>version</th><th>roles</th><th>note</th></tr>")
+    for d in meta["libraries_detail"]:
+        roles = ", ".join(r for r, on in (("producer", d["producer"]), ("consumer", d["consumer"])) if on)
+        ver = d["version"] if d["installed"] else "not installed"
+        parts.append(f"<tr><td>{_e(d['name'])}</td><td>{_e(ver)}</td><td>{_e(roles)}</td><td class=small>{_e(d.get('note', ''))}</td></tr>")
+    parts.append("</table>")
+    # dlbridge failures
+    fails = dlbridge_failures(results)
+    parts.append(f"<h2>dlbridge itself: {len(fails)} failing result(s)</h2>")
+    if fails:
+        parts.append('<table class=det><tr><th>case</th><th>pair</th><th>status</th><th>detail</th></tr>')
+        for r in fails[:300]:
+            parts.append(f"<tr><td>{_e(r['case'])}</td><td>{_e(r['producer'])} → {_e(r['consumer'])}</td><td>{_badge(r['status'])}</td><td class=d>{_e(r['detail'])}</td></tr>")
+        parts.append("</table>")
+    else:
+        parts.append("<p>None: every failure below belongs to the peer libraries.</p>")
+    # findings
+    parts.append("<h2>Worst findings</h2><ol class=find>")
+    for g in summary["findings"][:25]:
+        who = '<span class=dlb>dlbridge</span>' if g["dlbridge"] else _e(g["who"])
+        parts.append(
+            f"<li>{_badge(g['status'])} {who} — {_e(g['kind'])}, {g['count']} result(s) {_e(' '.join(g['refs']))}<br>"
+            f"{_e(g['example'])}<br><span class=small>pairs: {_e(', '.join(g['pairs'][:12]))}</span><br>"
+            f"<span class=small><b>workaround:</b> {_e(g['workaround'])}</span></li>"
+        )
+    parts.append("</ol>")
+    # matrices
+    parts.append("<h2>All features</h2>")
+    parts.append(_matrix("all", results, producers, consumers))
+    by_feature = defaultdict(list)
+    for r in results:
+        by_feature[r.get("feature") or BY_ID[r["case"]].feature].append(r)
+    for feat, title in FEATURES.items():
+        rs = by_feature.get(feat)
+        if not rs:
+            continue
+        parts.append(f"<h2>{_e(title)} <span class=small>({_e(feat)})</span></h2>")
+        parts.append(_matrix(feat, rs, producers, consumers))
+    # cell details
+    parts.append("<h2>Cell details</h2>")
+    for feat in ["all"] + list(FEATURES):
+        rs = results if feat == "all" else by_feature.get(feat, [])
+        cells = defaultdict(dict)
+        for r in rs:
+            cells[(r["producer"], r["consumer"])].setdefault(r["case"], {})[r["route"]] = r
+        for (p, c), cases in cells.items():
+            if feat == "all":
+                # the "all" cells list only what is not a plain pass on both routes
+                cases = {k: v for k, v in cases.items() if any(x["status"] != "pass" for x in v.values())}
+            parts.append(f'<div class=cellsec id="{_slug(feat, p, c)}"><h3>{_e(p)} → {_e(c)} · {_e(FEATURES.get(feat, "all features (non-passing cases)"))}</h3>')
+            if not cases:
+                parts.append("<p class=small>every case passes both routes</p></div>")
+                continue
+            parts.append("<table class=det><tr><th>case</th><th>refs</th><th>direct</th><th>through dlbridge</th></tr>")
+            for cid, routes in cases.items():
+                case = BY_ID.get(cid)
+                cells_html = []
+                for route in ROUTES:
+                    r = routes.get(route)
+                    if r is None:
+                        cells_html.append("<td></td>")
+                    else:
+                        fault = f" <span class=small>(fault: {_e(r['fault'])})</span>" if r.get("fault") and r["status"] in BAD else ""
+                        cells_html.append(f"<td class=d>{_badge(r['status'])}{fault} {_e(r['detail'])}</td>")
+                title = f"<b>{_e(cid)}</b><br><span class=small>{_e(case.title if case else '')}</span>"
+                parts.append(f"<tr><td>{title}</td><td>{_e(' '.join(routes[next(iter(routes))].get('refs') or []))}</td>{''.join(cells_html)}</tr>")
+            parts.append("</table></div>")
+    nc = summary["coverage"]["not_covered"]
+    parts.append("<h2>CASES.md coverage</h2>")
+    parts.append(f"<p>Exercised: {_e(', '.join(summary['coverage']['covered']))}</p>")
+    if nc:
+        parts.append("<table><tr><th>row</th><th>why not here</th></tr>" + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in nc.items()) + "</table>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,797 @@
+"""The checker's worker: runs units (producer, consumer, case, route) and streams JSON lines.
+
+Started by :mod:`dlbridge.check.runner` as ``python -m dlbridge.check.worker``; reads one JSON
+job from stdin::
+
+    {"units": [[producer, consumer, case_id, route], ...], "direct": {key: outcome}}
+
+and writes one JSON object per line to stdout: ``{"event": "ready"}`` once the libraries are
+imported, ``{"event": "start", "unit": i}`` and ``{"event": "stage", "unit": i, "stage": s}``
+before each risky step (so that the runner can tell where a process died), and
+``{"event": "result", "unit": i, "result": {...}}`` after each unit.
+
+Routes: ``direct`` is ``consumer.from_dlpack(x)``; ``dlbridge`` is
+``consumer.from_dlpack(dlbridge.from_dlpack(x))`` with ``copy=`` / ``device=`` given to both.
+Each result names who is at fault when something is wrong: ``dlbridge``, ``producer``,
+``consumer``, ``peers`` (the two peer libraries, not separable) or ``checker``.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+import struct
+import sys
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import refcapsule as rc
+from .cases import BY_ID, Case
+from .libraries import Library, Observed, RefResult, Unsupported, by_name, observe, ref_consume, reference
+
+PASS, FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED = "pass", "fail", "error", "crash", "timeout", "unsupported"
+
+_OUT = sys.stdout
+_CURRENT_UNIT = -1
+
+
+def emit(obj: dict) -> None:
+    _OUT.write(json.dumps(obj, default=str) + "\n")
+    _OUT.flush()
+
+
+def stage(name: str) -> None:
+    emit({"event": "stage", "unit": _CURRENT_UNIT, "stage": name})
+
+
+def short(e: BaseException, n: int = 240) -> str:
+    msg = str(e).strip().replace("\n", " ")
+    if len(msg) > n:
+        msg = msg[: n - 3] + "..."
+    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__
+
+
+# ----------------------------------------------------------------------------- sources
+
+
+@dataclass
+class Source:
+    x: Any
+    ref: np.ndarray  # expected values / layout
+    dtype: str
+    readonly: bool  # truth: must not be written through any alias
+    declared_readonly: bool | None  # what the producer says (READ_ONLY flag, legacy, buffer flag)
+    ptr: int | None
+    device: tuple[int, int]
+    elem_strides: tuple[int, ...] | None  # what the producer exports (elements)
+    has_dlpack: bool
+    export_error: BaseException | None = None  # the producer's own __dlpack__ failed
+    ref_checks: set[str] = field(default_factory=set)  # checks the producer's own export fails
+    ref_desc: str = ""
+
+    @property
+    def size(self) -> int:
+        return int(self.ref.size)
+
+    @property
+    def host(self) -> bool:
+        return self.device[0] in rc.HOST_DEVICES
+
+
+def build_source(plib: Library, case: Case) -> Source:
+    """Build the producer's array for a case (raises Unsupported)."""
+    recipe = case.recipe
+    ref = reference(recipe)
+    if case.mode == "list":
+        return Source(
+            x=ref.tolist(), ref=ref, dtype=ref.dtype.name, readonly=False, declared_readonly=None,
+            ptr=None, device=(1, 0), elem_strides=None, has_dlpack=False,
+        )
+    if case.mode in ("legacy_null_strides", "v12_null_strides", "major2", "null_data"):
+        x = rc.RefArray(ref, mode=case.mode)
+    else:
+        x = plib.make(recipe, ref)
+        if case.mode == "torch_conj":
+            x = x.conj()
+            ref = np.conj(ref)
+        elif case.mode == "torch_grad":
+            x = x.clone().requires_grad_(True)
+    readonly = bool(plib.src_readonly(x))
+    has_dlpack = hasattr(x, "__dlpack__")
+    src = Source(
+        x=x, ref=ref, dtype=ref.dtype.name, readonly=readonly, declared_readonly=None,
+        ptr=None, device=plib.src_device(x) if has_dlpack else (1, 0), elem_strides=None,
+        has_dlpack=has_dlpack,
+    )
+    try:
+        src.ptr = plib.src_ptr(x)
+    except Exception:  # noqa: BLE001
+        src.ptr = None
+    if isinstance(x, memoryview):
+        src.declared_readonly = x.readonly
+        src.elem_strides = tuple(s // x.itemsize for s in x.strides) if x.itemsize else None
+    if has_dlpack and case.mode not in ("major2", "v12_null_strides"):
+        # the producer's own export, read by the reference consumer
+        try:
+            obs = observe(ref_consume(x))
+            info_readonly = obs.writable is False
+            src.declared_readonly = info_readonly
+            src.elem_strides = obs.strides
+            src.ref_desc = obs.notes[0] if obs.notes else ""
+            src.ref_checks = {c for c, _ in judge(obs, src, case, expect_device=None, copy=None)}
+            if src.ptr is None and obs.ptr is not None:
+                src.ptr = obs.ptr
+        except BufferError as e:
+            # device memory: metadata only
+            info = rc.probe(x)
+            if info is None:
+                src.export_error = e
+            else:
+                src.declared_readonly = info.readonly
+                src.elem_strides = info.element_strides
+                src.ref_desc = info.describe()
+        except Exception as e:  # noqa: BLE001
+            src.export_error = e
+    if isinstance(x, rc.RefArray):
+        src.declared_readonly = x.readonly
+    return src
+
+
+# ----------------------------------------------------------------------------- wrappers
+
+
+class LegacyOnly:
+    """A producer that only ever sends legacy capsules (ignores max_version)."""
+
+    def __init__(self, x: Any) -> None:
+        self.x = x
+        self.returned: str | None = None
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        kw = {}
+        if stream is not None:
+            kw["stream"] = stream
+        cap = self.x.__dlpack__(**kw)
+        self.returned = rc.capsule_name(cap)
+        return cap
+
+
+class Recorder:
+    """Forwards everything, records what the consumer asked for and what it got."""
+
+    def __init__(self, x: Any) -> None:
+        self.x = x
+        self.requests: list[dict] = []
+        self.returned: list[str | None] = []
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+    def __dlpack__(self, **kw):
+        self.requests.append(dict(kw))
+        cap = self.x.__dlpack__(**kw)
+        self.returned.append(rc.capsule_name(cap))
+        return cap
+
+
+class Holder:
+    """Hands out the same capsule on every call (C18)."""
+
+    def __init__(self, x: Any) -> None:
+        self.x = x
+        self.cap: Any = None
+
+    def __dlpack_device__(self):
+        return self.x.__dlpack_device__()
+
+    def __dlpack__(self, **kw):
+        if self.cap is None:
+            self.cap = self.x.__dlpack__(**kw)
+        return self.cap
+
+
+WRAPPER_MODES = ("legacy", "versioned", "consumed", "raw_versioned", "raw_legacy")
+
+
+def hand_over(src: Source, case: Case) -> Any:
+    """The object the consumer receives."""
+    x = src.x
+    if case.mode in ("array", "list", "torch_conj", "torch_grad", "legacy_null_strides",
+                     "v12_null_strides", "major2", "null_data"):
+        return x
+    if not src.has_dlpack:
+        raise Unsupported(f"{type(x).__name__} has no __dlpack__")
+    if case.mode == "legacy":
+        return LegacyOnly(x)
+    if case.mode == "versioned":
+        return Recorder(x)
+    if case.mode == "consumed":
+        return Holder(x)
+    if case.mode == "raw_versioned":
+        return x.__dlpack__(max_version=(1, 0))
+    if case.mode == "raw_legacy":
+        return x.__dlpack__()
+    raise ValueError(case.mode)
+
+
+# ----------------------------------------------------------------------------- judging
+
+
+def _first_mismatch(got: np.ndarray, want: np.ndarray) -> str | None:
+    if got.dtype.itemsize != want.dtype.itemsize:
+        return "element sizes differ"
+    g = np.ascontiguousarray(got).reshape(-1).view(np.uint8).reshape(got.size, -1) if got.size else None
+    w = np.ascontiguousarray(want).reshape(-1).view(np.uint8).reshape(want.size, -1) if want.size else None
+    if g is None or w is None:
+        return None
+    bad = np.nonzero((g != w).any(axis=1))[0]
+    if bad.size == 0:
+        return None
+    i = int(bad[0])
+    idx = np.unravel_index(i, want.shape) if want.ndim else ()
+    gv = np.ascontiguousarray(got).reshape(-1)[i]
+    wv = np.ascontiguousarray(want).reshape(-1)[i]
+    return (
+        f"{bad.size} of {want.size} elements differ; first at index {tuple(int(k) for k in idx)}: "
+        f"got {gv!r}, expected {wv!r}"
+    )
+
+
+def judge(
+    obs: Observed,
+    src: Source,
+    case: Case,
+    *,
+    expect_device: tuple[int, int] | None,
+    copy: bool | None,
+    export_ptr: int | None = -1,
+) -> list[tuple[str, str]]:
+    """Findings (check, plain-words text) for a result compared with its source.
+
+    ``export_ptr``: address of the object the result was exported from, for the IS_COPIED
+    checks (default: the source's; differs when a dlbridge.Tensor stands in between).
+    """
+    out: list[tuple[str, str]] = []
+    for p in obs.problems:
+        out.append(("spec", p))
+    want_dt = src.dtype
+    if obs.dtype is not None and obs.dtype != want_dt:
+        hint = ""
+        if want_dt == "bool":
+            hint = " (bool must stay bool: kDLBool, C24)"
+        elif want_dt.startswith("uint") and obs.dtype.startswith("int"):
+            hint = " (unsigned silently reinterpreted as signed, C27)"
+        out.append(("dtype", f"dtype changed from {want_dt} to {obs.dtype}{hint}"))
+    if obs.shape is not None and tuple(obs.shape) != tuple(src.ref.shape):
+        out.append(("shape", f"shape changed from {tuple(src.ref.shape)} to {tuple(obs.shape)}"))
+    if (
+        obs.values is not None
+        and not any(c in ("dtype", "shape") for c, _ in out)
+        and obs.values.dtype.itemsize == src.ref.dtype.itemsize
+    ):
+        mm = _first_mismatch(obs.values, src.ref)
+        if mm:
+            out.append(("values", f"wrong values: {mm}"))
+    if expect_device is not None and obs.device is not None and tuple(obs.device) != tuple(expect_device):
+        out.append(
+            (
+                "device",
+                f"result is on {rc.DEVICE_NAMES.get(obs.device[0], obs.device[0])}:{obs.device[1]}, "
+                f"expected {rc.DEVICE_NAMES.get(expect_device[0], expect_device[0])}:{expect_device[1]}",
+            )
+        )
+    aliased = None
+    if src.ptr is not None and obs.ptr is not None and src.size > 0:
+        aliased = obs.ptr == src.ptr
+    if aliased is True and copy is True:
+        out.append(("copy", "copy=True but the result shares memory with the source"))
+    if aliased is False and copy is False:
+        out.append(("copy", "copy=False but the result is a copy (it does not share memory with the source)"))
+    if aliased and src.readonly and obs.writable is True:
+        out.append(
+            (
+                "readonly",
+                f"a read-only source came out writable: writes through the {obs.kind} would change "
+                "memory its owner promised not to change",
+            )
+        )
+    if export_ptr == -1:
+        export_ptr = src.ptr
+    from_export = None
+    if export_ptr is not None and obs.ptr is not None and src.size > 0:
+        from_export = obs.ptr == export_ptr
+    if obs.is_copied is True and from_export is True:
+        out.append(("spec", "IS_COPIED / is_copied is set but the result shares memory with what it came from"))
+    if obs.is_copied is False and from_export is False and src.host and obs.kind in ("capsule", "dlbridge.Tensor"):
+        out.append(("spec", "a copy was made but IS_COPIED / is_copied is not set"))
+    if case.strict_strides and obs.kind in ("capsule", "dlbridge.Tensor") and obs.strides is not None and obs.shape is not None:
+        want = rc.c_strides(tuple(obs.shape))
+        bad = [i for i, n in enumerate(obs.shape) if n > 1 and obs.strides[i] != want[i]]
+        if bad:
+            out.append(
+                ("strides", f"strides {tuple(obs.strides)} for shape {tuple(obs.shape)}; expected {want} (C10)")
+            )
+    return out
+
+
+def _is_contig(shape, strides, order):
+    dims = list(zip(shape, strides))
+    if order == "C":
+        dims = dims[::-1]
+    acc = 1
+    for n, s in dims:
+        if n <= 1:
+            continue
+        if s != acc:
+            return False
+        acc *= n
+    return True
+
+
+def judge_tensor(t: Any, obs: Observed, src: Source, case: Case) -> list[tuple[str, str]]:
+    """dlbridge-only checks of the Tensor (DECISIONS.md)."""
+    out = []
+    aliased = None
+    if src.ptr is not None and obs.ptr is not None and src.size > 0:
+        aliased = obs.ptr == src.ptr
+    if aliased is True and src.declared_readonly and not t.readonly:
+        out.append(("readonly", "the producer said read-only but the dlbridge.Tensor is writable"))
+    if case.mode in ("legacy", "raw_legacy", "legacy_null_strides") and aliased and not t.readonly:
+        out.append(("readonly", "imported from a legacy capsule but not read-only (DECISIONS: legacy imports are read-only)"))
+    if aliased is False and t.readonly and t.is_copied:
+        out.append(("readonly", "a copy must be writable (DECISIONS), but the Tensor is read-only"))
+    if case.copy is True and not t.is_c_contiguous and t.size > 1:
+        out.append(("layout", "copy=True must return a C-contiguous Tensor (DECISIONS)"))
+    if t.size > 0:
+        shape, strides = tuple(t.shape), tuple(t.strides)
+        for order, got in (("C", t.is_c_contiguous), ("F", t.is_f_contiguous)):
+            want = _is_contig(shape, strides, order)
+            if bool(got) != want:
+                out.append(
+                    (
+                        "layout",
+                        f"is_{order.lower()}_contiguous is {got} for shape {shape}, strides {strides} (C4)",
+                    )
+                )
+    if aliased and src.elem_strides is not None and src.size > 0:
+        bad = [i for i, n in enumerate(t.shape) if n > 1 and t.strides[i] != src.elem_strides[i]]
+        if bad:
+            out.append(("strides", f"strides {tuple(t.strides)}, the producer's are {src.elem_strides}"))
+    if any(op[0] == "misalign" for op in case.recipe.ops) and t.size and t.data_ptr % t.itemsize:
+        out.append(("alignment", f"data at {t.data_ptr:#x} is not aligned to {t.itemsize} bytes (DECISIONS: realign by a copy)"))
+    if obs.device is not None and obs.device[0] in rc.HOST_DEVICES:
+        try:
+            mv = memoryview(t)
+        except BufferError:
+            pass
+        except Exception as e:  # noqa: BLE001
+            out.append(("buffer", f"memoryview(tensor) raised {short(e)} (expected success or BufferError, C30)"))
+        else:
+            try:
+                if mv.itemsize != t.itemsize:
+                    out.append(("buffer", f"buffer itemsize {mv.itemsize} != {t.itemsize} (C30)"))
+                try:
+                    sz = struct.calcsize(mv.format)
+                except struct.error:
+                    sz = None
+                if sz is not None and sz != mv.itemsize:
+                    out.append(("buffer", f"buffer format {mv.format!r} has size {sz}, itemsize is {mv.itemsize} (C30)"))
+                if tuple(mv.shape or ()) != tuple(t.shape):
+                    out.append(("buffer", f"buffer shape {mv.shape} != {tuple(t.shape)}"))
+                if t.readonly and not mv.readonly:
+                    out.append(("readonly", "memoryview of a read-only Tensor is writable"))
+            finally:
+                mv.release()
+    return out
+
+
+# ----------------------------------------------------------------------------- routes
+
+
+def result(status: str, detail: str, *, fault: str | None = None, check: str | None = None, stage_: str | None = None) -> dict:
+    r = {"status": status, "detail": detail, "fault": fault, "check": check}
+    if stage_:
+        r["stage"] = stage_
+    return r
+
+
+def peer_fault(pname: str, cname: str) -> str:
+    if cname == "dlpack-ref":
+        return "producer"
+    if pname == "dlpack-ref":
+        return "consumer"
+    return "peers"
+
+
+def required_refusal(case: Case, src: Source, clib: Library) -> str | None:
+    """Why the consumer must refuse (BufferError), or None."""
+    if case.refuse:
+        return case.refuse
+    if not src.host:
+        dev = rc.DEVICE_NAMES.get(src.device[0], src.device[0])
+        if case.device == "cpu" and case.copy is False:
+            return f"the data is on {dev}; reaching the CPU needs a copy but copy=False (C39)"
+        if case.device is None and src.device[0] not in clib.devices:
+            return f"the data is on {dev} and {clib.name} lives on the CPU; without device=\"cpu\" it must refuse (C36)"
+    if case.copy is False and src.readonly and not clib.readonly_results:
+        return f"read-only data, copy=False, and {clib.name} has no read-only arrays: aliasing would make it writable"
+    return None
+
+
+def required_refusal_dlbridge(case: Case, src: Source) -> str | None:
+    if case.refuse:
+        return case.refuse
+    if not src.host and case.device == "cpu" and case.copy is False:
+        return "the data is on another device; reaching the CPU needs a copy but copy=False (C39)"
+    if case.copy is False and any(op[0] == "misalign" for op in case.recipe.ops):
+        return "misaligned data needs a realigning copy but copy=False (C40, DECISIONS)"
+    return None
+
+
+def classify_exception(e: BaseException, required: str | None, case: Case, obj: Any, who: str) -> tuple[str, str, str | None]:
+    """(status, detail, check) for an exception raised by ``who``."""
+    if case.expect_type_error:
+        if isinstance(e, TypeError):
+            return PASS, f"{who} raised TypeError as it should: {short(e)}", None
+        return ERROR, f"{who} raised {short(e)}; expected TypeError (the object has no exchange protocol)", "exception"
+    if required:
+        if isinstance(e, BufferError):
+            return PASS, f"refused as it must ({required}): {short(e)}", None
+        return ERROR, f"{who} raised {short(e)}; expected BufferError because {required}", "exception"
+    if isinstance(e, BufferError):
+        return UNSUPPORTED, f"{who} refused: {short(e)}", None
+    if isinstance(e, (TypeError, AttributeError)) and not hasattr(obj, "__dlpack__"):
+        return UNSUPPORTED, f"{who} takes only objects with __dlpack__: {short(e)}", None
+    return ERROR, f"{who} raised {short(e)} instead of BufferError", "exception"
+
+
+def _expect_device(case: Case, src: Source, stage_: str) -> tuple[int, int] | None:
+    if case.device == "cpu":
+        return (1, 0)
+    if case.device is None:
+        return src.device
+    return None  # the consumer's own device: not checked
+
+
+def _describe_pass(obs: Observed, src: Source, copy_: bool | None) -> str:
+    bits = []
+    if src.ptr is not None and obs.ptr is not None and src.size > 0:
+        bits.append("zero-copy" if obs.ptr == src.ptr else "copied")
+    if obs.writable is False:
+        bits.append("read-only result")
+    elif obs.writable is None:
+        bits.append("writability unknown")
+    if obs.notes:
+        bits.append(obs.notes[0])
+    return "; ".join(bits) or "ok"
+
+
+class Ctx:
+    def __init__(self) -> None:
+        self.libs = by_name()
+        self.sources: dict[tuple[str, str], Any] = {}
+        self.direct: dict[str, dict] = {}
+
+    def source(self, pname: str, case: Case) -> Source:
+        key = (pname, case.id)
+        if case.mode in ("legacy_null_strides", "v12_null_strides", "major2", "null_data", "torch_grad"):
+            return build_source(self.libs[pname], case)  # fresh: counts deleters per unit
+        if key not in self.sources:
+            try:
+                self.sources[key] = build_source(self.libs[pname], case)
+            except Unsupported as e:
+                self.sources[key] = e
+            except Exception as e:  # noqa: BLE001
+                self.sources[key] = Unsupported(f"could not build it: {short(e)}")
+        s = self.sources[key]
+        if isinstance(s, Exception):
+            raise s
+        return s
+
+
+def _consume(clib: Library, obj: Any, case: Case, warns: list) -> Any:
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        try:
+            return clib.consume(obj, device=case.device, copy=case.copy)
+        finally:
+            warns.extend(str(x.category.__name__) + ": " + str(x.message)[:160] for x in w)
+
+
+def _warn_findings(case: Case, warns: list) -> list[tuple[str, str]]:
+    if warns and "C16" in case.refs:
+        return [("warning", f"emitted a warning on import (C16: no warning spam): {warns[0]}")]
+    return []
+
+
+def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
+    clib = ctx.libs[cname]
+    src = ctx.source(pname, case)
+    obj = hand_over(src, case)
+    required = required_refusal(case, src, clib)
+    fault = peer_fault(pname, cname)
+    warns: list[str] = []
+    stage("consumer")
+    try:
+        y = _consume(clib, obj, case, warns)
+    except Unsupported as e:
+        return result(UNSUPPORTED, str(e))
+    except Exception as e:  # noqa: BLE001
+        st, detail, check = classify_exception(e, required, case, obj, f"{cname}.from_dlpack")
+        if st == PASS and case.mode == "legacy" and isinstance(obj, LegacyOnly):
+            detail = f"the producer refused the legacy capsule: {short(e)}"
+        return result(st, detail, fault=fault if st in (FAIL, ERROR) else None, check=check)
+    stage("inspect")
+    obs = observe(y)
+    findings = judge(obs, src, case, expect_device=_expect_device(case, src, "direct"), copy=case.copy)
+    findings += _warn_findings(case, warns)
+    notes = []
+    if isinstance(obj, LegacyOnly) and src.readonly and obj.returned == "dltensor":
+        findings.append(("readonly", f"{pname} exported read-only memory in a legacy capsule, which cannot say read-only (C13)"))
+        fault = "producer"
+    if isinstance(obj, Recorder):
+        asked = [r.get("max_version") for r in obj.requests]
+        notes.append(f"{cname} asked max_version={asked[0] if asked else None}, got {obj.returned[0] if obj.returned else None}")
+        if asked and asked[0] is None:
+            notes.append(f"{cname} only asks for legacy capsules (cannot receive read-only flags)")
+    if case.reduce and not findings:
+        try:
+            got = clib.reduce(y)
+            want = complex(np.sum(src.ref.astype(np.float64)))
+            if abs(got - want) > 1e-6 * max(1.0, abs(want)):
+                findings.append(("reduce", f"sum over the imported array is {got}, expected {want} (C5)"))
+        except Unsupported:
+            pass
+        except Exception as e:  # noqa: BLE001
+            findings.append(("reduce", f"reducing the imported array raised {short(e)} (C5)"))
+    if case.mode == "consumed" and not findings:
+        stage("consumer (second import)")
+        try:
+            y2 = _consume(clib, obj, case, warns)
+        except BufferError as e:
+            notes.append(f"second import refused: {short(e)}")
+        except Exception as e:  # noqa: BLE001
+            del y
+            return result(ERROR, f"importing an already consumed capsule raised {short(e)}; expected BufferError (C18)", fault=fault, check="exception")
+        else:
+            del y2
+            findings.append(("consumed", "imported the same capsule twice (use after free / double free risk, C18)"))
+    del y
+    if required and not findings:
+        findings.append(("accepted", f"accepted although it must refuse: {required}"))
+    if findings:
+        r = result(FAIL, "; ".join(t for _, t in findings), fault=fault, check=findings[0][0])
+        r["checks"] = [c for c, _ in findings]
+        return r
+    if required:
+        return result(FAIL, f"accepted although it must refuse: {required}", fault=fault, check="accepted")
+    return result(PASS, "; ".join([_describe_pass(obs, src, case.copy)] + notes))
+
+
+def _verify_tensor_export(t: Any, src: Source, case: Case) -> set[str]:
+    """Checks the reference consumer fails on the Tensor's own export ({'error'} if it raised)."""
+    kw = {}
+    if case.device == "cpu":
+        kw["dl_device"] = (1, 0)
+    if case.copy is not None:
+        kw["copy"] = case.copy
+    try:
+        obs = observe(ref_consume(t, **kw))
+    except BufferError:
+        return set()
+    except Exception:  # noqa: BLE001
+        return {"error"}
+    return {c for c, _ in judge(obs, src, case, expect_device=None, copy=None)}
+
+
+def run_dlbridge(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
+    import dlbridge
+
+    clib = ctx.libs[cname]
+    src = ctx.source(pname, case)
+    obj = hand_over(src, case)
+    direct = ctx.direct.get(f"{pname}|{cname}|{case.id}", {})
+    kw: dict[str, Any] = {}
+    if case.copy is not None:
+        kw["copy"] = case.copy
+    if case.device == "cpu":
+        kw["device"] = "cpu"
+    req1 = required_refusal_dlbridge(case, src)
+    stage("dlbridge.from_dlpack")
+    try:
+        t = dlbridge.from_dlpack(obj, **kw)
+    except Exception as e:  # noqa: BLE001
+        st, detail, check = classify_exception(e, req1, case, obj, "dlbridge.from_dlpack")
+        if st == PASS:
+            return result(PASS, detail)
+        # whose fault? the producer's, if its own export fails the same way
+        if src.export_error is not None and type(src.export_error) is type(e):
+            if isinstance(e, BufferError):
+                return result(UNSUPPORTED, f"the producer cannot export it: {short(src.export_error)}")
+            return result(ERROR, f"the producer's __dlpack__ raised {short(src.export_error)}; dlbridge passed it on", fault="producer", check="exception", stage_="dlbridge.from_dlpack")
+        if st == UNSUPPORTED or (isinstance(e, BufferError) and not req1):
+            return result(ERROR, f"dlbridge.from_dlpack refused data its producer can export: {short(e)}", fault="dlbridge", check="refused", stage_="dlbridge.from_dlpack")
+        return result(st, detail.replace("dlbridge.from_dlpack raised", "dlbridge.from_dlpack raised"), fault="dlbridge", check=check or "exception", stage_="dlbridge.from_dlpack")
+    if req1:
+        return result(FAIL, f"dlbridge.from_dlpack accepted although it must refuse: {req1}", fault="dlbridge", check="accepted", stage_="dlbridge.from_dlpack")
+    if case.mode == "consumed":
+        stage("dlbridge.from_dlpack (second import)")
+        try:
+            dlbridge.from_dlpack(obj, **kw)
+        except BufferError:
+            pass
+        except Exception as e:  # noqa: BLE001
+            return result(ERROR, f"dlbridge.from_dlpack of an already consumed capsule raised {short(e)}; expected BufferError (C18)", fault="dlbridge", check="exception", stage_="dlbridge.from_dlpack")
+        else:
+            return result(FAIL, "dlbridge.from_dlpack imported the same capsule twice (C18)", fault="dlbridge", check="consumed", stage_="dlbridge.from_dlpack")
+    stage("inspect dlbridge.Tensor")
+    obs_t = observe(t)
+    f1 = judge(obs_t, src, case, expect_device=(1, 0) if case.device == "cpu" else src.device, copy=case.copy)
+    f1 += judge_tensor(t, obs_t, src, case)
+    if f1:
+        prod = [f for f in f1 if f[0] in src.ref_checks]
+        fault = "producer" if prod and len(prod) == len(f1) else "dlbridge"
+        return result(FAIL, "dlbridge.Tensor: " + "; ".join(x for _, x in f1), fault=fault, check=f1[0][0], stage_="dlbridge.from_dlpack")
+    # stage 2: the consumer takes the dlbridge Tensor
+    req2 = required_refusal(case, src, clib)
+    if req2 == case.refuse:
+        req2 = None  # stage 1 already dealt with it
+    warns: list[str] = []
+    stage("consumer(dlbridge.Tensor)")
+    try:
+        y = _consume(clib, t, case, warns)
+    except Unsupported as e:
+        return result(UNSUPPORTED, str(e))
+    except Exception as e:  # noqa: BLE001
+        who = f"{cname}.from_dlpack(dlbridge.Tensor)"
+        st, detail, check = classify_exception(e, req2, case, t, who)
+        if st == PASS:
+            return result(PASS, detail)
+        if cname == "dlpack-ref":
+            return result(ERROR if st != UNSUPPORTED else ERROR, f"the reference consumer cannot read dlbridge's export: {short(e)}", fault="dlbridge", check="export", stage_="consumer")
+        msg = str(e).lower()
+        if isinstance(e, BufferError) and t.readonly and ("read-only" in msg or "readonly" in msg or "legacy" in msg):
+            return result(UNSUPPORTED, f"{cname} asks for a legacy capsule and dlbridge will not send read-only data that way (DECISIONS): {short(e)}")
+        if direct.get("status") == PASS:
+            return result(ERROR, f"{cname}.from_dlpack takes the {pname} array directly but not the dlbridge.Tensor made from it: {short(e)}", fault="dlbridge", check=check or "refused", stage_="consumer")
+        bad = _verify_tensor_export(t, src, case)
+        fault = "dlbridge" if bad else "consumer"
+        if st == UNSUPPORTED:
+            return result(UNSUPPORTED, detail)
+        return result(st, detail, fault=fault, check=check, stage_="consumer")
+    stage("inspect")
+    obs = observe(y)
+    f2 = judge(obs, src, case, expect_device=_expect_device(case, src, "dlbridge"), copy=case.copy, export_ptr=obs_t.ptr)
+    f2 += _warn_findings(case, warns)
+    if case.reduce and not f2:
+        try:
+            got = clib.reduce(y)
+            want = complex(np.sum(src.ref.astype(np.float64)))
+            if abs(got - want) > 1e-6 * max(1.0, abs(want)):
+                f2.append(("reduce", f"sum over the imported array is {got}, expected {want} (C5)"))
+        except Unsupported:
+            pass
+        except Exception as e:  # noqa: BLE001
+            f2.append(("reduce", f"reducing the imported array raised {short(e)} (C5)"))
+    if req2 and not f2:
+        f2.append(("accepted", f"{cname} accepted the dlbridge.Tensor although it must refuse: {req2}"))
+    del y
+    if not f2:
+        return result(PASS, "dlbridge.Tensor ok; " + _describe_pass(obs, src, case.copy))
+    # attribute: the reference consumer is trusted; otherwise, did the consumer do the same directly?
+    if cname == "dlpack-ref":
+        fault = "dlbridge"
+    else:
+        direct_checks = set(direct.get("checks", []))
+        fault = "consumer"
+        for check, _ in f2:
+            if check in direct_checks:
+                continue
+            if check == "readonly":
+                try:
+                    cap = t.__dlpack__()
+                except BufferError:
+                    continue
+                except Exception:  # noqa: BLE001
+                    continue
+                else:
+                    del cap
+                    if t.readonly:
+                        fault = "dlbridge"
+                        f2.append(("readonly", "Tensor.__dlpack__() (legacy) exported read-only memory"))
+                continue
+            bad = _verify_tensor_export(t, src, case)
+            if check in bad or "error" in bad:
+                fault = "dlbridge"
+    return result(FAIL, "; ".join(x for _, x in f2), fault=fault, check=f2[0][0], stage_="consumer")
+
+
+def run_unit(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
+    stage("make")
+    try:
+        src = ctx.source(pname, case)
+        if case.mode in WRAPPER_MODES and not src.has_dlpack:
+            raise Unsupported(f"{type(src.x).__name__} has no __dlpack__")
+    except Unsupported as e:
+        return result(UNSUPPORTED, f"{pname} cannot express this case: {e}")
+    ref_arrays = []
+    if isinstance(src.x, rc.RefArray):
+        ref_arrays.append((src.x, src.x.exports, src.x.deleter_calls))
+    try:
+        if route == "direct":
+            r = run_direct(ctx, pname, cname, case)
+        else:
+            r = run_dlbridge(ctx, pname, cname, case)
+    except Unsupported as e:
+        r = result(UNSUPPORTED, str(e))
+    if ref_arrays:
+        gc.collect()
+        for ra, _, _ in ref_arrays:
+            ra.finish()
+    if ref_arrays and r["status"] in (PASS, FAIL, ERROR, UNSUPPORTED) and case.mode != "consumed":
+        for ra, e0, d0 in ref_arrays:
+            exports = ra.exports - e0
+            calls = ra.deleter_calls - d0
+            if calls != exports:
+                what = "never called (leak)" if calls < exports else f"called {calls} times for {exports} capsule(s) (double free)"
+                fault = "dlbridge" if route == "dlbridge" else "consumer"
+                extra = f"deleter {what} (C9/C17/C19)"
+                if r["status"] in (FAIL, ERROR):
+                    r["detail"] += "; " + extra
+                else:
+                    r = result(FAIL, extra + (f"; before that: {r['detail']}" if r["detail"] else ""), fault=fault, check="deleter")
+    if ref_arrays:
+        rc.release_all()
+    return r
+
+
+def main() -> int:
+    global _CURRENT_UNIT
+    job = json.loads(sys.stdin.read())
+    units = job["units"]
+    ctx = Ctx()
+    ctx.direct.update(job.get("direct", {}))
+    # import every library of the job up front (a crash here is reported per unit)
+    names = sorted({u[0] for u in units} | {u[1] for u in units})
+    import dlbridge  # noqa: F401
+
+    for n in names:
+        lib = ctx.libs.get(n)
+        if lib is not None and not lib.builtin:
+            emit({"event": "stage", "unit": -1, "stage": f"import {n}"})
+            try:
+                lib.load()
+            except Exception as e:  # noqa: BLE001
+                emit({"event": "import_error", "library": n, "error": short(e)})
+    emit({"event": "ready"})
+    for i, (pname, cname, case_id, route) in enumerate(units):
+        _CURRENT_UNIT = i
+        emit({"event": "start", "unit": i})
+        case = BY_ID[case_id]
+        try:
+            r = run_unit(ctx, pname, cname, case, route)
+        except Exception as e:  # noqa: BLE001
+            tb = traceback.format_exc(limit=4).strip().splitlines()
+            r = result(ERROR, f"checker error: {short(e)} [{' | '.join(tb[-3:])}]", fault="checker", check="checker")
+        checks = r.pop("checks", None) or ([r["check"]] if r.get("check") else [])
+        if route == "direct":
+            ctx.direct[f"{pname}|{cname}|{case_id}"] = {"status": r["status"], "checks": checks}
+        emit({"event": "result", "unit": i, "result": r, "checks": checks})
+    return 0
+
+
+if __name__ == "__main__":
+    # keep the JSON stream clean: libraries that print go to stderr
+    _OUT = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    sys.exit(main())
