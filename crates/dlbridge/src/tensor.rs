@@ -101,6 +101,19 @@ impl Tensor {
         })
     }
 
+    /// A new, zero-filled, writable, C-contiguous host tensor.
+    pub fn zeros(dtype: DType, shape: &[i64]) -> Result<Self> {
+        let layout = Layout::contiguous(shape, dtype.itemsize())?;
+        let nbytes = dtype
+            .packed_nbytes(layout.size())
+            .filter(|_| dtype.is_subbyte())
+            .unwrap_or(layout.size() * dtype.itemsize());
+        let buffer = crate::copy::HostBuffer::new(nbytes)?;
+        Ok(crate::copy::tensor_from_buffer(
+            buffer, dtype, layout, false,
+        ))
+    }
+
     /// Describe memory that `owner` keeps alive.
     ///
     /// # Safety
@@ -313,6 +326,15 @@ impl fmt::Debug for Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zeros_are_zero_and_writable() {
+        let t = Tensor::zeros(DType::FLOAT64, &[2, 3]).unwrap();
+        assert_eq!(t.to_vec::<f64>().unwrap(), vec![0.0; 6]);
+        assert!(!t.readonly() && t.is_c_contiguous());
+        let fp4 = DType::from_name("float4_e2m1fn").unwrap();
+        assert_eq!(Tensor::zeros(fp4, &[3]).unwrap().nbytes(), 2);
+    }
 
     #[test]
     fn from_vec_and_views() {

@@ -132,6 +132,10 @@ impl DLTensor {
     pub fn byte_offset(&self) -> u64 {
         self.byte_offset
     }
+    /// The shape pointer (`ndim` entries, or NULL when `ndim == 0`).
+    pub fn shape_ptr(&self) -> *const i64 {
+        self.shape
+    }
 }
 
 impl DLManagedTensorVersioned {

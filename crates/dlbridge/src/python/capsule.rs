@@ -149,3 +149,19 @@ pub fn consume(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     }
     Ok(Tensor::from_described(described, Arc::new(managed)))
 }
+
+/// A capsule named `dlpack_exchange_api` around a table of process lifetime (no destructor),
+/// for a type's `__dlpack_c_exchange_api__` attribute.
+pub fn exchange_api<'py>(
+    py: Python<'py>,
+    api: &'static crate::ffi::dlpack::DLPackExchangeAPI,
+) -> PyResult<Bound<'py, PyAny>> {
+    let ptr = (api as *const crate::ffi::dlpack::DLPackExchangeAPI)
+        .cast_mut()
+        .cast();
+    // SAFETY: the table is a static (never freed, never written), the name is a static C string.
+    let capsule =
+        unsafe { ffi::PyCapsule_New(ptr, crate::python::exchange::CAPSULE_NAME.as_ptr(), None) };
+    // SAFETY: a new reference or NULL with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(py, capsule) }
+}

@@ -1,0 +1,182 @@
+"""The DLPack C exchange API (DLPack 1.3): dlbridge.Tensor as a producer, and dlbridge as a
+consumer of other types' tables (torch), including torch state the table drops (C28, C29)."""
+
+import ctypes
+import gc
+
+import numpy as np
+import pytest
+
+import dlbridge
+from dlpack_ctypes import DLManagedTensorVersioned, DLTensor, FLAG_READ_ONLY
+
+PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
+PyCapsule_GetPointer.restype = ctypes.c_void_p
+PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+SetErrorFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
+AllocatorFn = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.POINTER(DLTensor), ctypes.POINTER(ctypes.POINTER(DLManagedTensorVersioned)),
+    ctypes.c_void_p, SetErrorFn,
+)
+# Entry points that take or return Python objects are called with the GIL held (PYFUNCTYPE);
+# the allocator and the stream query touch no Python object and may be called without it.
+FromPyFn = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(ctypes.POINTER(DLManagedTensorVersioned)))
+ToPyFn = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.POINTER(DLManagedTensorVersioned), ctypes.POINTER(ctypes.py_object))
+DLTensorFromPyFn = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(DLTensor))
+StreamFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
+
+
+class Header(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("prev_api", ctypes.c_void_p)]
+
+
+class ExchangeAPI(ctypes.Structure):
+    _fields_ = [
+        ("header", Header),
+        ("managed_tensor_allocator", AllocatorFn),
+        ("managed_tensor_from_py_object_no_sync", FromPyFn),
+        ("managed_tensor_to_py_object_no_sync", ToPyFn),
+        ("dltensor_from_py_object_no_sync", DLTensorFromPyFn),
+        ("current_work_stream", StreamFn),
+    ]
+
+
+def table() -> ExchangeAPI:
+    capsule = dlbridge.Tensor.__dlpack_c_exchange_api__
+    address = PyCapsule_GetPointer(capsule, b"dlpack_exchange_api")
+    return ExchangeAPI.from_address(address)
+
+
+def delete(managed) -> None:
+    managed.contents.deleter(managed)
+
+
+def test_table_is_a_class_attribute_of_version_1_3():
+    api = table()
+    assert (api.header.major, api.header.minor) == (1, 3)
+    assert api.header.prev_api is None
+    # Looked up on the type; the same table every time (process lifetime).
+    assert PyCapsule_GetPointer(dlbridge.Tensor.__dlpack_c_exchange_api__, b"dlpack_exchange_api") == ctypes.addressof(api)
+
+
+def test_managed_tensor_from_py_object_shares_memory_and_keeps_read_only():
+    a = np.arange(12.0).reshape(3, 4)
+    a.flags.writeable = False
+    t = dlbridge.from_dlpack(a)
+    out = ctypes.POINTER(DLManagedTensorVersioned)()
+    assert table().managed_tensor_from_py_object_no_sync(t, ctypes.byref(out)) == 0
+    m = out.contents
+    assert (m.version.major, m.version.minor) == (1, 3)
+    assert m.flags & FLAG_READ_ONLY
+    assert m.dl_tensor.data == a.ctypes.data
+    assert [m.dl_tensor.shape[i] for i in range(2)] == [3, 4]
+    assert [m.dl_tensor.strides[i] for i in range(2)] == [4, 1]
+    del t, a
+    gc.collect()
+    delete(out)  # the export keeps the memory alive on its own
+
+
+def test_managed_tensor_from_py_object_of_another_type_is_an_error():
+    out = ctypes.POINTER(DLManagedTensorVersioned)()
+    with pytest.raises(TypeError):
+        table().managed_tensor_from_py_object_no_sync(np.arange(3.0), ctypes.byref(out))
+
+
+def test_to_py_object_steals_the_tensor():
+    t = dlbridge.from_dlpack(np.arange(6, dtype="int32"))
+    out = ctypes.POINTER(DLManagedTensorVersioned)()
+    assert table().managed_tensor_from_py_object_no_sync(t, ctypes.byref(out)) == 0
+    result = ctypes.py_object()
+    assert table().managed_tensor_to_py_object_no_sync(out, ctypes.byref(result)) == 0
+    back = result.value
+    assert isinstance(back, dlbridge.Tensor)
+    assert back.data_ptr == t.data_ptr and back.tolist() == list(range(6))
+
+
+def test_dltensor_from_py_object_describes_without_owning():
+    a = np.arange(24, dtype="float32").reshape(2, 3, 4).transpose(2, 0, 1)
+    t = dlbridge.from_dlpack(a)
+    d = DLTensor()
+    assert table().dltensor_from_py_object_no_sync(t, ctypes.byref(d)) == 0
+    assert d.data == t.data_ptr and d.ndim == 3 and d.byte_offset == 0
+    assert [d.shape[i] for i in range(3)] == list(t.shape)
+    assert [d.strides[i] for i in range(3)] == list(t.strides)
+
+
+def test_current_work_stream_is_the_default_stream():
+    stream = ctypes.c_void_p(123)
+    assert table().current_work_stream(1, 0, ctypes.byref(stream)) == 0
+    assert stream.value is None
+
+
+def prototype(shape, device_type=1, code=2, bits=32):
+    shape_arr = (ctypes.c_int64 * len(shape))(*shape)
+    d = DLTensor()
+    d.ndim = len(shape)
+    d.shape = ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64))
+    d.device.device_type = device_type
+    d.dtype.code, d.dtype.bits, d.dtype.lanes = code, bits, 1
+    return d, shape_arr
+
+
+def test_allocator_makes_zeroed_host_tensors():
+    proto, keep = prototype([2, 3])
+    out = ctypes.POINTER(DLManagedTensorVersioned)()
+    errors = []
+    set_error = SetErrorFn(lambda ctx, kind, msg: errors.append((kind, msg)))
+    assert table().managed_tensor_allocator(ctypes.byref(proto), ctypes.byref(out), None, set_error) == 0
+    assert not errors
+    m = out.contents
+    values = (ctypes.c_float * 6).from_address(m.dl_tensor.data)
+    assert list(values) == [0.0] * 6
+    assert m.flags & FLAG_READ_ONLY == 0
+    delete(out)
+
+
+def test_allocator_refuses_devices_through_set_error():
+    proto, keep = prototype([4], device_type=2)
+    out = ctypes.POINTER(DLManagedTensorVersioned)()
+    errors = []
+    set_error = SetErrorFn(lambda ctx, kind, msg: errors.append((kind, msg)))
+    assert table().managed_tensor_allocator(ctypes.byref(proto), ctypes.byref(out), None, set_error) != 0
+    assert errors and errors[0][0] == b"BufferError" and b"cuda" in errors[0][1]
+
+
+def test_tvm_ffi_consumes_through_the_table():
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    a = np.arange(8, dtype="int32")
+    t = dlbridge.from_dlpack(a)
+    v = tvm_ffi.from_dlpack(t)
+    assert np.from_dlpack(v).ctypes.data == a.ctypes.data
+
+
+torch = pytest.importorskip("torch")
+
+
+def test_torch_exports_through_its_table_zero_copy():
+    x = torch.arange(6.0).reshape(2, 3)
+    assert type(x).__dlpack_c_exchange_api__ is not None
+    t = dlbridge.from_dlpack(x)
+    assert t.data_ptr == x.data_ptr() and t.tolist() == x.tolist()
+
+
+@pytest.mark.parametrize(
+    "make, fix",
+    [
+        (lambda: torch.ones(3, requires_grad=True), "detach"),  # C29
+        (lambda: torch.nn.Parameter(torch.ones(2)), "detach"),
+        (lambda: torch.tensor([1 + 2j, 3 - 1j]).conj(), "resolve_conj"),  # C28
+        (lambda: torch.tensor([1 + 2j]).conj().imag, "resolve_neg"),
+    ],
+)
+def test_torch_state_the_table_would_drop_is_refused(make, fix):
+    x = make()
+    with pytest.raises(BufferError, match=fix):
+        dlbridge.from_dlpack(x)
+
+
+def test_torch_resolved_conjugate_has_the_right_values():  # C28: the opt-in is resolve_conj()
+    x = torch.tensor([1 + 2j, 3 - 1j]).conj()
+    t = dlbridge.from_dlpack(x.resolve_conj())
+    assert t.tolist() == [1 - 2j, 3 + 1j]
