@@ -17,6 +17,11 @@ def main(argv: list[str] | None = None) -> int:
         print(usage)
         return 0 if argv else 2
     if argv[0] == "check":
+        try:
+            import numpy  # noqa: F401
+        except ImportError:
+            print("python -m dlbridge check needs NumPy to compare values: pip install numpy", file=sys.stderr)
+            return 2
         from .check import main as check_main
 
         return check_main(argv[1:])

@@ -124,13 +124,46 @@ class Tensor:
         """Export as a DLPack capsule (versioned when ``max_version >= (1, 0)``, legacy otherwise)."""
     def __dlpack_device__(self) -> tuple[int, int]:
         """``(device_type, device_id)`` of the memory."""
+    def __arrow_c_schema__(self) -> Any:
+        """An ``arrow_schema`` PyCapsule: the Arrow field the tensor exports as.
+
+        A 1-d tensor is a primitive array (``float16`` is ``e``); an N-d tensor is an
+        ``arrow.fixed_shape_tensor`` over a ``FixedSizeList`` (first dimension = the array's
+        length, the others = the cell shape, with a ``permutation`` for transposed cells);
+        ``bool`` is the ``arrow.bool8`` extension (int8 storage). BufferError for dtypes Arrow
+        has no type for (bfloat16, complex, float8...) and for 0-d tensors.
+        """
+    def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]:
+        """``(arrow_schema, arrow_array)`` PyCapsules over the tensor's memory (host tensors).
+
+        Zero-copy when Arrow can express the layout; otherwise (negative, overlapping or gapped
+        strides, a first dimension that is not the outermost) a C-order copy. The Arrow array
+        keeps the memory alive. ``requested_schema`` (an ``arrow_schema`` capsule) may ask for
+        Arrow's bit-packed ``bool`` (a copy) or the bare storage type without the extension;
+        other requests get the default schema.
+        """
+    def __arrow_c_device_array__(
+        self, requested_schema: Any = None, **kwargs: Any
+    ) -> tuple[Any, Any]:
+        """``(arrow_schema, arrow_device_array)`` PyCapsules on the tensor's own device.
+
+        CPU memory is published with Arrow's device id -1; ``sync_event`` is NULL. Never copies
+        across devices. Unknown keywords are accepted only with the value None
+        (NotImplementedError otherwise).
+        """
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """An ``arrow_array_stream`` PyCapsule yielding the tensor as a single chunk."""
     def __buffer__(self, flags: int, /) -> memoryview: ...
     def __len__(self) -> int: ...
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Tensor:
     """Import any array-like as a Tensor, zero-copy when possible.
 
-    Tries, in order: dlbridge Tensor, ``__dlpack__`` (versioned, legacy fallback), a raw DLPack
-    capsule, the buffer protocol and ``__array_interface__``. ``copy=True`` always copies,
+    Tries, in order: dlbridge Tensor, a raw DLPack capsule, the Arrow PyCapsule interface
+    (``__arrow_c_device_array__``, ``__arrow_c_array__``, ``__arrow_c_stream__``; taken before
+    ``__dlpack__`` for objects that offer both, like pyarrow arrays), ``__dlpack__`` (versioned,
+    legacy fallback), the buffer protocol and ``__array_interface__``. Arrow imports are
+    read-only; nulls are a BufferError (fill them first); bit-packed booleans and several
+    stream chunks need a copy. ``copy=True`` always copies,
     ``copy=False`` never does (BufferError if it must), ``copy=None`` copies only when needed.
     """

@@ -286,13 +286,18 @@ def test_involutive_permutations_agree_with_pyarrow(perm):
 
 
 def test_non_involutive_permutation_follows_the_spec():
-    """Spec: logical dim i is physical dim permutation[i] (pyarrow reads the inverse)."""
+    """Spec: logical dim i is physical dim permutation[i]. pyarrow's own __dlpack__ of this
+    array has overlapping strides (its inverse reading), one reason Arrow objects are imported
+    through the Arrow interface first."""
     perm, physical = [2, 0, 1], [2, 3, 4]
     ty = pa.fixed_shape_tensor(pa.float64(), physical, permutation=perm)
     storage = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(24.0)), 24)
-    t = dlbridge.from_dlpack(pa.ExtensionArray.from_storage(ty, storage))
+    arr = pa.ExtensionArray.from_storage(ty, storage)
+    t = dlbridge.from_dlpack(arr)
     assert t.shape == (1, 4, 2, 3)
     assert_values_equal(np.from_dlpack(t), np.arange(24.0).reshape(1, 2, 3, 4).transpose(0, 3, 1, 2))
+    theirs = np.from_dlpack(arr)
+    assert theirs.shape == t.shape and theirs.strides != np.from_dlpack(t).strides
 
 
 def test_unknown_extension_reads_as_storage():  # C50
@@ -311,6 +316,32 @@ def test_unknown_extension_reads_as_storage():  # C50
     arr = pa.ExtensionArray.from_storage(MyType(), storage)
     t = dlbridge.from_dlpack(OnlyArray(arr))
     assert t.dtype == "float32" and t.data_ptr == values_address(storage)
+
+
+def test_unknown_extension_inside_a_list_reads_as_storage():  # C50 (in list children)
+    class Meters(pa.ExtensionType):
+        def __init__(self):
+            super().__init__(pa.int32(), "myorg.meters")
+
+        def __arrow_ext_serialize__(self):
+            return b""
+
+        @classmethod
+        def __arrow_ext_deserialize__(cls, storage_type, serialized):
+            return cls()
+
+    values = pa.ExtensionArray.from_storage(Meters(), pa.array(np.arange(6, dtype=np.int32)))
+    arr = pa.FixedSizeListArray.from_arrays(values, 3)
+    assert dlbridge.from_dlpack(arr).tolist() == [[0, 1, 2], [3, 4, 5]]
+
+
+def test_stream_failing_on_an_unsupported_format_releases_cleanly(collect):  # C48
+    chunked = pa.chunked_array([["a", "b"], ["c"]])
+    for _ in range(3):
+        with pytest.raises(BufferError, match="strings"):
+            dlbridge.from_dlpack(chunked)
+    collect()
+    assert chunked.to_pylist() == ["a", "b", "c"]  # the producer's data is untouched
 
 
 @pytest.mark.parametrize(

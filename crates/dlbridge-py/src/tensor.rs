@@ -8,7 +8,7 @@ use pyo3::types::{PyComplex, PyDict, PyList, PyTuple};
 
 use dlbridge::export::Flavor;
 use dlbridge::python::{array_interface, buffer, capsule, import};
-use dlbridge::{DType, Device, DeviceType, Order, Tensor, TypeCode};
+use dlbridge::{cuda, DType, Device, DeviceType, Order, Tensor, TypeCode};
 
 use crate::types::{parse_device, PyDType, PyDevice};
 
@@ -29,27 +29,24 @@ fn parse_max_version(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<(u32, u3
     }
 }
 
-fn validate_stream(device: Device, stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-    let Some(stream) = stream.filter(|s| !s.is_none()) else {
-        return Ok(());
+/// The consumer's `stream` for data on `device`, validated (ValueError for a bad value).
+fn parse_stream(
+    device: Device,
+    stream: Option<&Bound<'_, PyAny>>,
+) -> PyResult<cuda::StreamRequest> {
+    let value = match stream.filter(|s| !s.is_none()) {
+        None => None,
+        Some(s) => Some(s.extract::<i64>().map_err(|_| {
+            PyValueError::new_err(format!(
+                "stream must be None or an int, not {}",
+                s.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })?),
     };
-    if device.is_host_accessible() || device.kind == DeviceType::ONEAPI {
-        // -1 means "do not synchronise", harmless where there are no streams.
-        if stream.extract::<i64>().ok() == Some(-1) {
-            return Ok(());
-        }
-        return Err(PyValueError::new_err(format!(
-            "stream={} is not valid for {device}: only None (or -1) is allowed where there are no streams",
-            stream.repr()?
-        )));
-    }
-    match stream.extract::<i64>() {
-        Ok(0) if device.kind == DeviceType::CUDA => {
-            Err(PyValueError::new_err("stream=0 is ambiguous for CUDA and not allowed; use 1 (legacy default) or 2 (per-thread)"))
-        }
-        Ok(s) if s >= -1 => Ok(()),
-        _ => Err(PyValueError::new_err(format!("stream={} is not a valid stream for {device}", stream.repr()?))),
-    }
+    Ok(cuda::parse_stream(device, value)?)
 }
 
 pub fn new_tensor(py: Python<'_>, tensor: Tensor) -> PyResult<Bound<'_, PyTensor>> {
@@ -246,23 +243,47 @@ impl PyTensor {
                 Device::new(DeviceType(kind), id)
             }
         };
-        validate_stream(target, stream)?;
-        if target != own {
-            let reason = if copy == Some(false) {
-                "copy=False forbids the transfer"
-            } else {
-                "this transfer is not available"
-            };
+        let request = parse_stream(target, stream)?;
+        if target != own && copy == Some(false) {
             return Err(PyBufferError::new_err(format!(
-                "cannot export data on {own} to {target}: {reason}; import it on {own} or copy it to the host first"
+                "the data is on {own}; exporting it to {target} needs a copy, which copy=False forbids"
             )));
         }
-        let managed = if copy == Some(true) {
+        let managed = if target != own {
+            cuda::to_device(&self.0, target, request)?.export_owned(flavor)?
+        } else if copy == Some(true) {
             self.0.export_copy(flavor, Order::C)?
         } else {
+            cuda::order_for_consumer(&self.0, request)?;
             self.0.export(flavor)?
         };
         capsule::export(py, managed)
+    }
+
+    /// This tensor on `device`: itself when it is already there, else a copy (`is_copied`).
+    /// Copies to the host are complete on return; see the CUDA notes in the README for
+    /// device copies, which are enqueued on `stream` (default: the legacy default stream).
+    #[pyo3(signature = (device, /, *, stream=None))]
+    fn to_device<'py>(
+        slf: &Bound<'py, Self>,
+        device: &Bound<'py, PyAny>,
+        stream: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTensor>> {
+        let target = parse_device(device)?;
+        let tensor = &slf.get().0;
+        if tensor.device() == target {
+            return Ok(slf.clone());
+        }
+        let request = parse_stream(target, stream)?;
+        new_tensor(slf.py(), cuda::to_device(tensor, target, request)?)
+    }
+
+    /// A C-contiguous tensor with the same values: itself when already C-contiguous.
+    fn contiguous<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTensor>> {
+        if slf.get().0.is_c_contiguous() {
+            return Ok(slf.clone());
+        }
+        new_tensor(slf.py(), slf.get().0.copy(Order::C)?)
     }
 
     /// `(device_type, device_id)` of the memory.

@@ -66,7 +66,9 @@ impl PyDType {
 #[pyclass(name = "Device", module = "dlbridge", frozen)]
 pub struct PyDevice(pub Device);
 
-/// Parse a device argument: a string, a `Device`, or a `(type, id)` tuple.
+/// Parse a device argument: a string, a `Device`, a `(type, id)` tuple, an object with
+/// `__dlpack_device__`, or the device object of torch (`torch.device`), JAX (`jax.Device`) or
+/// dpnp/dpctl (SYCL devices, which are DLPack's oneAPI devices).
 pub fn parse_device(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
     if let Ok(d) = obj.cast::<PyDevice>() {
         return Ok(d.get().0);
@@ -82,15 +84,56 @@ pub fn parse_device(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
         }
         return Ok(Device::new(DeviceType(kind), id));
     }
-    if let Ok(dl) = obj.call_method0("__dlpack_device__") {
-        if let Ok((kind, id)) = dl.extract::<(i32, i32)>() {
-            return Ok(Device::new(DeviceType(kind), id));
-        }
+    if let Some(device) = foreign_device(obj)? {
+        return Ok(device);
     }
     Err(PyValueError::new_err(format!(
-        "cannot interpret {} as a device: use \"cpu\", \"cuda:1\", a dlbridge.Device or a (type, id) tuple",
+        "cannot interpret {} as a device: use \"cpu\", \"cuda:1\", a dlbridge.Device, a (type, id) tuple or a torch/jax/dpnp device",
         obj.repr()?
     )))
+}
+
+/// The device objects of other libraries, by the attributes they carry.
+fn foreign_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>> {
+    if let Some(method) = obj.getattr_opt("__dlpack_device__")? {
+        let (kind, id): (i32, i32) = method.call0()?.extract()?;
+        return Ok(Some(Device::new(DeviceType(kind), id)));
+    }
+    // dpnp / dpctl: a SYCL device (or a wrapper holding one) is a oneAPI device.
+    let sycl = match obj.getattr_opt("sycl_device")? {
+        Some(inner) => Some(inner),
+        None if obj.hasattr("get_device_id")? => Some(obj.clone()),
+        None => None,
+    };
+    if let Some(sycl) = sycl {
+        let id: i32 = sycl.call_method0("get_device_id")?.extract()?;
+        return Ok(Some(Device::new(DeviceType::ONEAPI, id)));
+    }
+    // torch.device: `type` ("cpu", "cuda", ...) and `index` (None = 0).
+    if let (Some(kind), Some(index)) = (obj.getattr_opt("type")?, obj.getattr_opt("index")?) {
+        if let Ok(kind) = kind.extract::<String>() {
+            let id: i32 = if index.is_none() { 0 } else { index.extract()? };
+            let name = match kind.as_str() {
+                "xpu" => "oneapi",
+                "mps" => "metal",
+                other => other,
+            };
+            return Ok(Some(format!("{name}:{id}").parse::<Device>()?));
+        }
+    }
+    // jax.Device: `platform` ("cpu", "gpu"/"cuda", "rocm") and `id`.
+    if let (Some(platform), Some(id)) = (obj.getattr_opt("platform")?, obj.getattr_opt("id")?) {
+        if let (Ok(platform), Ok(id)) = (platform.extract::<String>(), id.extract::<i32>()) {
+            let name = if platform == "gpu" {
+                "cuda"
+            } else {
+                platform.as_str()
+            };
+            let id = if name == "cpu" { 0 } else { id };
+            return Ok(Some(format!("{name}:{id}").parse::<Device>()?));
+        }
+    }
+    Ok(None)
 }
 
 #[pymethods]

@@ -49,3 +49,31 @@ fn f_order_4096_f32(bencher: divan::Bencher) {
     let t = matrix::<f32>(4096, 4096);
     bencher.bench_local(|| t.copy(Order::F).expect("copy"));
 }
+
+/// The transpose of a 4096 × 4096 float32 into an existing C-order tensor (no allocation,
+/// no first-touch page faults).
+#[divan::bench(sample_count = 20)]
+fn transpose_into_4096_f32(bencher: divan::Bencher) {
+    let src = matrix::<f32>(4096, 4096).transposed();
+    let dst = matrix::<f32>(4096, 4096);
+    // SAFETY: nothing else uses `dst` while the benchmark runs.
+    bencher.bench_local(|| unsafe { dlbridge::copy::copy_into(&dst, &src) }.expect("copy"));
+}
+
+/// A contiguous 64 MiB float32 copy into an existing tensor.
+#[divan::bench(sample_count = 20)]
+fn contiguous_into_64mib_f32(bencher: divan::Bencher) {
+    let src = matrix::<f32>(4096, 4096);
+    let dst = matrix::<f32>(4096, 4096);
+    // SAFETY: nothing else uses `dst` while the benchmark runs.
+    bencher.bench_local(|| unsafe { dlbridge::copy::copy_into(&dst, &src) }.expect("copy"));
+}
+
+/// An L2-resident transpose (256 × 256 float32), repeated: the kernel's compute cost.
+#[divan::bench]
+fn transpose_into_256_f32(bencher: divan::Bencher) {
+    let src = matrix::<f32>(256, 256).transposed();
+    let dst = matrix::<f32>(256, 256);
+    // SAFETY: nothing else uses `dst` while the benchmark runs.
+    bencher.bench_local(|| unsafe { dlbridge::copy::copy_into(&dst, &src) }.expect("copy"));
+}

@@ -289,21 +289,33 @@ impl FixedShape {
         json
     }
 
-    /// Logical shape, strides (elements, within a cell) and dimension names:
-    /// `L[i] = P[perm[i]]`, `S[i] = rowmajor(P)[perm[i]]`, `names[i] = dim_names[perm[i]]`.
-    pub fn logical(&self) -> Result<(Vec<i64>, Vec<i64>, Option<Vec<String>>)> {
+    /// The logical cell: `L[i] = P[perm[i]]`, `S[i] = rowmajor(P)[perm[i]]`,
+    /// `names[i] = dim_names[perm[i]]`.
+    pub fn logical(&self) -> Result<LogicalCell> {
         let physical_strides = c_strides(&self.shape)
             .ok_or_else(|| bad_extension(format!("shape {:?} overflows", self.shape)))?;
         let identity: Vec<usize> = (0..self.shape.len()).collect();
         let perm = self.permutation.as_deref().unwrap_or(&identity);
-        let shape = perm.iter().map(|&p| self.shape[p]).collect();
-        let strides = perm.iter().map(|&p| physical_strides[p]).collect();
-        let names = self
-            .dim_names
-            .as_ref()
-            .map(|n| perm.iter().map(|&p| n[p].clone()).collect());
-        Ok((shape, strides, names))
+        Ok(LogicalCell {
+            shape: perm.iter().map(|&p| self.shape[p]).collect(),
+            strides: perm.iter().map(|&p| physical_strides[p]).collect(),
+            dim_names: self
+                .dim_names
+                .as_ref()
+                .map(|n| perm.iter().map(|&p| n[p].clone()).collect()),
+        })
     }
+}
+
+/// One cell of a fixed-shape tensor as the user sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogicalCell {
+    /// Logical shape.
+    pub shape: Vec<i64>,
+    /// Strides in elements within the cell's values.
+    pub strides: Vec<i64>,
+    /// Logical dimension names.
+    pub dim_names: Option<Vec<String>>,
 }
 
 fn is_identity(perm: &[usize]) -> bool {
@@ -333,14 +345,14 @@ fn fixed_shape_tensor(field: SchemaView<'_>, format: &str) -> Result<TensorType>
     if !value.list_sizes.is_empty() {
         return Err(bad_extension("the value type must be a primitive type"));
     }
-    let (cell_shape, cell_strides, dim_names) = params.logical()?;
+    let cell = params.logical()?;
     Ok(TensorType {
         dtype: value.dtype,
         packed_bool: value.packed_bool,
-        cell_shape,
-        cell_strides,
+        cell_shape: cell.shape,
+        cell_strides: cell.strides,
         list_sizes: vec![n],
-        dim_names,
+        dim_names: cell.dim_names,
     })
 }
 
@@ -854,9 +866,9 @@ mod tests {
         );
         // The spec's example: permutation [2, 0, 1] => logical shape [500, 100, 200].
         let p = FixedShape::parse(br#"{"shape":[100,200,500],"permutation":[2,0,1]}"#).unwrap();
-        let (shape, strides, _) = p.logical().unwrap();
-        assert_eq!(shape, vec![500, 100, 200]);
-        assert_eq!(strides, vec![1, 100_000, 500]);
+        let cell = p.logical().unwrap();
+        assert_eq!(cell.shape, vec![500, 100, 200]);
+        assert_eq!(cell.strides, vec![1, 100_000, 500]);
         assert_eq!(
             p.to_json(),
             r#"{"shape":[100,200,500],"permutation":[2,0,1]}"#
@@ -893,7 +905,7 @@ mod tests {
             permutation: perm,
             dim_names: None,
         };
-        assert_eq!(p.logical().unwrap().1, strides.to_vec());
+        assert_eq!(p.logical().unwrap().strides, strides.to_vec());
     }
 
     #[test]

@@ -143,7 +143,15 @@ impl Tensor {
 
     /// Export a fresh host copy in `order`, flagged `IS_COPIED` (the consumer is its only user).
     pub fn export_copy(&self, flavor: Flavor, order: Order) -> Result<ManagedTensor> {
-        self.copy(order)?.export_flagged(flavor, true)
+        self.copy(order)?.export_owned(flavor)
+    }
+
+    /// Export this tensor, giving it up. `IS_COPIED` is set when its memory is a copy that no
+    /// other tensor or export shares, so that the consumer becomes its only user (the flag's
+    /// promise); e.g. the result of [`Tensor::copy`] or of a device transfer.
+    pub fn export_owned(self, flavor: Flavor) -> Result<ManagedTensor> {
+        let sole = self.is_copied() && std::sync::Arc::strong_count(self.owner()) == 1;
+        self.export_flagged(flavor, sole)
     }
 
     fn export_flagged(&self, flavor: Flavor, is_copied: bool) -> Result<ManagedTensor> {
@@ -261,6 +269,28 @@ mod tests {
             // Legacy imports are read-only (DECISIONS); versioned keep the flag.
             assert_eq!(back.readonly(), flavor == Flavor::Legacy);
         }
+    }
+
+    #[test]
+    fn is_copied_only_for_an_unshared_copy() {
+        let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+        let flags = |m: &ManagedTensor| {
+            // SAFETY: a versioned export made just above, still owned by `m`.
+            unsafe { (*m.as_versioned_ptr().unwrap()).flags() }
+        };
+        // Shared with `t`: no IS_COPIED, even though `t` owns a copy.
+        let shared = t
+            .clone()
+            .export_owned(Flavor::Versioned { minor: 3 })
+            .unwrap();
+        assert_eq!(flags(&shared) & FLAG_IS_COPIED, 0);
+        drop(shared);
+        let copy = t
+            .export_copy(Flavor::Versioned { minor: 3 }, Order::C)
+            .unwrap();
+        assert_eq!(flags(&copy) & FLAG_IS_COPIED, FLAG_IS_COPIED);
+        let sole = t.export_owned(Flavor::Versioned { minor: 3 }).unwrap();
+        assert_eq!(flags(&sole) & FLAG_IS_COPIED, FLAG_IS_COPIED);
     }
 
     #[test]

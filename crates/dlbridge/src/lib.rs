@@ -24,6 +24,7 @@
 
 pub mod arrow;
 pub mod copy;
+pub mod cuda;
 pub mod device;
 pub mod dtype;
 pub mod error;

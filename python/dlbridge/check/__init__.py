@@ -19,7 +19,7 @@ import time
 
 from . import report
 from .cases import CASES, select
-from .libraries import ALL_LIBRARIES, discover, discover_unadapted
+from .libraries import ALL_LIBRARIES, discover, discover_unadapted, not_installed_unadapted
 
 __all__ = ["main", "run_check"]
 
@@ -73,7 +73,8 @@ def run_check(
                     continue
                 for route in ("direct", "dlbridge"):
                     units.append((p, c, case.id, route))
-    raw = run_units(units, jobs=jobs, timeout=timeout, group_by=isolate, progress=progress)
+    timings: dict[str, float] = {}
+    raw = run_units(units, jobs=jobs, timeout=timeout, group_by=isolate, progress=progress, timings=timings)
     by_id = {c.id: c for c in CASES}
     results = []
     for r in raw:
@@ -104,10 +105,12 @@ def run_check(
         "libraries": {d.name: d.version for d in installed},
         "libraries_detail": [d.__dict__ for d in found],
         "unadapted": discover_unadapted(),
+        "not_installed": [d.name for d in found if not d.installed] + not_installed_unadapted(),
         "cases": len(chosen),
         "options": {"libraries": libraries, "cases": cases, "jobs": jobs, "timeout": timeout, "isolate": isolate},
+        "batch_seconds": timings,
     }
-    summary = report.summarize(results, meta["libraries"], duration, producers, consumers)
+    summary = report.summarize(results, meta["libraries"], duration, producers, consumers, {c.id for c in chosen})
     return report.document(meta, results, summary), producers, consumers
 
 

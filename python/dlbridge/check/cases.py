@@ -155,6 +155,16 @@ def _catalog() -> list[Case]:
         )
     )
     add(Case("copy/true_1d", "copy", "copy=True of a 1-D array", (), Recipe(f64, (12,)), copy=True))
+    add(
+        Case(
+            "copy/false_not64",
+            "copy",
+            "copy=False of data 8 bytes past a 64-byte boundary",
+            ("C40",),
+            Recipe(f64, (12,), ops=(("shift8",),)),
+            copy=False,
+        )
+    )
 
     add(Case("device/cpu", "device", 'device="cpu"', ("C37",), Recipe(f64, (3, 4)), device="cpu"))
     add(Case("device/cpu_1d", "device", 'device="cpu" of a 1-D array', ("C37",), Recipe(f64, (12,)), device="cpu"))

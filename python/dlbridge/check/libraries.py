@@ -43,7 +43,8 @@ class Recipe:
     """How to build the source array: a C- or F-ordered base, then view operations.
 
     ``ops`` items: ``("T",)`` reverse the axes; ``("ix", (slice, ...))`` basic indexing;
-    ``("broadcast", shape)`` a zero-stride view; ``("misalign",)`` 1-D data at an odd address.
+    ``("broadcast", shape)`` a zero-stride view; ``("misalign",)`` data at an odd address;
+    ``("shift8",)`` data 8 bytes past a 64-byte boundary (element-aligned, not 64-aligned).
     """
 
     dtype: str = "float64"
@@ -58,9 +59,26 @@ class Recipe:
         return not self.ops and (self.order == "C" or len([n for n in self.shape if n > 1]) <= 1)
 
 
-def det_values(dtype: str, shape: tuple[int, ...], order: str = "C") -> np.ndarray:
-    """Deterministic, distinct-ish values that every dtype represents exactly."""
+ALIGN = 64  # source buffers start on a 64-byte boundary: results do not depend on the allocator
+
+
+def aligned_empty(shape: tuple[int, ...], dt: np.dtype, order: str = "C", shift: int = 0) -> np.ndarray:
+    """An uninitialised array whose first byte is ``shift`` bytes past a 64-byte boundary."""
+    n = math.prod(shape) * dt.itemsize
+    raw = np.empty(n + ALIGN + shift, dtype=np.uint8)
+    start = (-raw.__array_interface__["data"][0]) % ALIGN + shift
+    flat = raw[start : start + n].view(dt)
+    if order == "F":
+        return flat.reshape(tuple(reversed(shape))).T if shape else flat.reshape(shape)
+    return flat.reshape(shape)
+
+
+def det_values(dtype: str, shape: tuple[int, ...], order: str = "C", shift: int = 0) -> np.ndarray:
+    """Deterministic, distinct-ish values that every dtype represents exactly, in a 64-byte
+    aligned buffer (plus ``shift`` bytes)."""
     dt = rc.np_dtype(dtype)
+    if dt.name != dtype:  # the raw-bytes stand-in of refcapsule.np_dtype: no ml_dtypes
+        raise Unsupported(f"{dtype} needs ml_dtypes (pip install ml_dtypes)")
     n = math.prod(shape)
     v = np.arange(n, dtype=np.int64)
     if dtype == "bool":
@@ -73,9 +91,9 @@ def det_values(dtype: str, shape: tuple[int, ...], order: str = "C") -> np.ndarr
         a = ((v * 7 + 3) % 120) - 60
     else:  # float16/32/64, bfloat16, float8: small halves are exact everywhere
         a = (((v * 5 + 3) % 16) - 8).astype(np.float64) * 0.5
-    if dt.kind == "V":  # no ml_dtypes: raw bytes
-        return np.frombuffer(np.arange(n * dt.itemsize, dtype=np.uint8).tobytes(), dtype=dt).reshape(shape, order=order)
-    return np.asarray(a).astype(dt).reshape(shape, order=order)
+    out = aligned_empty(shape, dt, order, shift)
+    out[...] = np.asarray(a).astype(dt).reshape(shape, order=order)
+    return out
 
 
 def apply_ops(x: np.ndarray, ops: tuple) -> np.ndarray:
@@ -86,9 +104,8 @@ def apply_ops(x: np.ndarray, ops: tuple) -> np.ndarray:
             x = x[op[1]]
         elif op[0] == "broadcast":
             x = np.broadcast_to(x, op[1])
-        elif op[0] == "misalign":
-            buf = bytearray(x.nbytes + 1)
-            y = np.frombuffer(buf, dtype=x.dtype, offset=1, count=x.size).reshape(x.shape)
+        elif op[0] in ("misalign", "shift8"):
+            y = aligned_empty(x.shape, x.dtype, "C", 1 if op[0] == "misalign" else 8)
             y[...] = x
             x = y
         else:  # pragma: no cover
@@ -226,10 +243,31 @@ def _observe_pa_array(y: Any) -> Observed:
     return obs
 
 
+def _device_values(y: Any) -> np.ndarray | None:
+    """Host copy of an array on a device the checker can reach through a library (oneAPI)."""
+    dev = _dev(y)
+    if dev is not None and dev[0] == 14:
+        try:
+            import dpnp
+
+            return np.array(dpnp.asnumpy(dpnp.from_dlpack(y)), copy=True, order="C")
+        except Exception:  # noqa: BLE001
+            return None
+    return None
+
+
 def _observe_tvm(y: Any) -> Observed:
     obs = Observed(kind="tvm_ffi.Tensor")
-    info = rc.read_object(y)
-    _from_capsule_info(obs, info)
+    dev = _dev(y)
+    if dev is not None and dev[0] not in rc.HOST_DEVICES:
+        info = rc.probe(y)
+        if info is None:
+            raise BufferError("cannot read the tensor's capsule")
+        _from_capsule_info(obs, info)
+        obs.values = _device_values(y)
+    else:
+        info = rc.read_object(y)
+        _from_capsule_info(obs, info)
     obs.dtype = info.dtype
     obs.ptr = info.data_ptr if info.size else None
     obs.device = info.device
@@ -390,7 +428,13 @@ class Library:
             raise Unsupported(f"{self.name}'s from_dlpack has no device= / copy= arguments")
         return self.from_dlpack(obj, **kw)
 
-    def reduce(self, y: Any) -> float:
+    def reduce(self, y: Any) -> complex:
+        """Sum with the library that owns the result (a consumer may return another library's array)."""
+        if isinstance(y, np.ndarray):
+            return complex(np.sum(y))
+        return self.native_reduce(y)
+
+    def native_reduce(self, y: Any) -> complex:
         raise Unsupported(f"no reduction for {self.name}")
 
     def __repr__(self) -> str:
@@ -418,7 +462,7 @@ class NumPyLib(Library):
     def from_dlpack(self, obj, **kw):
         return np.from_dlpack(obj, **kw)
 
-    def reduce(self, y):
+    def native_reduce(self, y):
         return complex(np.sum(y))
 
 
@@ -441,8 +485,11 @@ class TorchLib(Library):
             raise Unsupported("torch tensors cannot have negative strides")
         if any(op[0] == "misalign" for op in recipe.ops):
             raise Unsupported("not expressible with torch")
+        if any(op[0] == "shift8" for op in recipe.ops):
+            t = torch.from_numpy(ref)  # shares the shifted buffer
+            return t
         base = det_values(recipe.dtype, recipe.shape, recipe.order)
-        if base.dtype.kind not in "biufc":  # ml_dtypes (bfloat16, float8): via float32, exact here
+        if recipe.dtype == "bfloat16" or recipe.dtype.startswith("float8"):  # ml_dtypes: via float32, exact here
             t = torch.from_numpy(base.astype(np.float32)).to(dt)
         else:
             t = torch.from_numpy(base)
@@ -461,10 +508,15 @@ class TorchLib(Library):
     def src_device(self, x):
         return (1, 0) if x.device.type == "cpu" else super().src_device(x)
 
+    def device_arg(self, which):
+        if which in ("cpu", "native"):
+            return "cpu"  # the CPU build: torch's default device
+        return super().device_arg(which)
+
     def from_dlpack(self, obj, **kw):
         return self.load().from_dlpack(obj, **kw)
 
-    def reduce(self, y):
+    def native_reduce(self, y):
         return complex(y.sum().item())
 
 
@@ -491,7 +543,7 @@ class JaxLib(Library):
             dt = jnp.dtype(recipe.dtype)
         except TypeError as e:
             raise Unsupported(f"jax has no dtype {recipe.dtype}") from e
-        return jnp.asarray(np.ascontiguousarray(ref), dtype=dt)
+        return jnp.asarray(np.array(ref, copy=True, order="C"), dtype=dt)
 
     def src_readonly(self, x):
         return True  # immutable
@@ -512,7 +564,7 @@ class JaxLib(Library):
 
         return jnp.from_dlpack(obj, **kw)
 
-    def reduce(self, y):
+    def native_reduce(self, y):
         import jax.numpy as jnp
 
         return complex(jnp.sum(y))
@@ -527,7 +579,7 @@ class PyArrowLib(Library):
         pa = self.load()
         if recipe.dtype in ("bfloat16",) or recipe.dtype.startswith(("float8", "complex")):
             raise Unsupported(f"pyarrow has no {recipe.dtype} type")
-        if has_negative_strides(ref) or any(op[0] in ("misalign", "broadcast") for op in recipe.ops):
+        if has_negative_strides(ref) or any(op[0] in ("misalign", "broadcast", "shift8") for op in recipe.ops):
             raise Unsupported("pyarrow arrays cannot have negative, zero or unaligned strides")
         if ref.ndim == 1:
             # 1-D: an Arrow array; offsets are slices, steps are not expressible
@@ -572,10 +624,10 @@ class DpnpLib(Library):
         dpnp = self.load()
         if recipe.dtype in ("bfloat16",) or recipe.dtype.startswith("float8"):
             raise Unsupported(f"dpnp has no {recipe.dtype}")
-        if any(op[0] == "misalign" for op in recipe.ops):
-            raise Unsupported("not expressible with dpnp")
+        if any(op[0] in ("misalign", "shift8") for op in recipe.ops):
+            raise Unsupported("not expressible with dpnp (it allocates its own memory)")
         base = det_values(recipe.dtype, recipe.shape, recipe.order)
-        x = dpnp.asarray(np.ascontiguousarray(base))
+        x = dpnp.asarray(np.array(base, copy=True, order="C"))
         if recipe.order == "F":
             x = dpnp.asfortranarray(x)
         for op in recipe.ops:
@@ -605,7 +657,7 @@ class DpnpLib(Library):
     def from_dlpack(self, obj, **kw):
         return self.load().from_dlpack(obj, **kw)
 
-    def reduce(self, y):
+    def native_reduce(self, y):
         return complex(self.load().sum(y))
 
 
@@ -616,7 +668,7 @@ class ArrayApiStrictLib(Library):
 
     def make(self, recipe, ref):
         xps = self.load()
-        if ref.dtype.kind == "V" or recipe.dtype in ("float16", "bfloat16") or recipe.dtype.startswith("float8"):
+        if recipe.dtype in ("float16", "bfloat16") or recipe.dtype.startswith("float8"):
             raise Unsupported(f"array_api_strict has no {recipe.dtype}")
         x = xps.asarray(ref)
         if x._array.ctypes.data != ref.ctypes.data or x._array.strides != ref.strides:
@@ -638,7 +690,7 @@ class ArrayApiStrictLib(Library):
     def from_dlpack(self, obj, **kw):
         return self.load().from_dlpack(obj, **kw)
 
-    def reduce(self, y):
+    def native_reduce(self, y):
         return complex(self.load().sum(y)._array)
 
 
@@ -652,8 +704,6 @@ class TvmFfiLib(Library):
         tvm_ffi = self.load()
         if recipe.readonly:
             raise Unsupported("tvm_ffi tensors have no read-only flag")
-        if ref.dtype.kind == "V":
-            raise Unsupported("needs ml_dtypes")
         return tvm_ffi.from_dlpack(ref)
 
     def from_dlpack(self, obj, **kw):
@@ -671,7 +721,7 @@ class NanoarrowLib(Library):
             raise Unsupported("nanoarrow arrays are 1-D and contiguous")
         if recipe.dtype in ("bool", "bfloat16", "float16") or recipe.dtype.startswith(("float8", "complex")):
             raise Unsupported(f"no nanoarrow array of {recipe.dtype} from a buffer")
-        return na.c_array(np.ascontiguousarray(ref))
+        return na.c_array(np.array(ref, copy=True, order="C"))
 
     def src_readonly(self, x):
         return True
@@ -693,7 +743,7 @@ class Arro3Lib(Library):
             raise Unsupported("arro3 arrays are 1-D and contiguous")
         if recipe.dtype in ("bfloat16",) or recipe.dtype.startswith(("float8", "complex")):
             raise Unsupported(f"arro3 has no {recipe.dtype}")
-        return a3.Array.from_numpy(np.ascontiguousarray(ref))
+        return a3.Array.from_numpy(np.array(ref, copy=True, order="C"))
 
     def src_readonly(self, x):
         return True
@@ -715,7 +765,7 @@ class PythonLib(Library):
         return sys.version.split()[0]
 
     def make(self, recipe, ref):
-        if ref.dtype.kind == "V" or recipe.dtype == "bfloat16" or recipe.dtype.startswith("float8"):
+        if recipe.dtype == "bfloat16" or recipe.dtype.startswith("float8"):
             raise Unsupported(f"no buffer-protocol format for {recipe.dtype}")
         return memoryview(ref)
 
@@ -822,6 +872,17 @@ KNOWN_WITHOUT_ADAPTER = {
 
 def by_name() -> dict[str, Library]:
     return {cls.name: cls() for cls in ALL_LIBRARIES}
+
+
+def not_installed_unadapted() -> list[str]:
+    out = []
+    for name, (mod, _dist) in KNOWN_WITHOUT_ADAPTER.items():
+        try:
+            if importlib.util.find_spec(mod) is None:
+                out.append(name)
+        except (ImportError, ValueError):
+            out.append(name)
+    return out
 
 
 @dataclass

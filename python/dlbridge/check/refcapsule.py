@@ -485,8 +485,8 @@ class RefArray:
                 "read-only); ask for max_version >= (1, 0) or copy=True"
             )
         code, bits = DTYPE_CODES[dtype_name(arr.dtype)]
-        if versioned and code in CODES_SINCE_1_1 and tuple(max_version) < (1, 1):
-            raise BufferError(f"dtype {dtype_name(arr.dtype)} needs DLPack >= 1.1")
+        if code in CODES_SINCE_1_1 and (not versioned or tuple(max_version) < (1, 1)):
+            raise BufferError(f"dtype {dtype_name(arr.dtype)} needs DLPack >= 1.1 (C26)")
         ndim = arr.ndim
         itemsize = arr.itemsize
         shape = (c_int64 * max(ndim, 1))(*arr.shape)

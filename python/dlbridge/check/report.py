@@ -58,6 +58,23 @@ WORKAROUNDS = {
 }
 
 
+def _workaround(kind: str, rs: list[dict]) -> str:
+    text = " ".join(r["detail"] for r in rs[:5]).lower()
+    if kind == "exception":
+        if "consumed" in text:
+            return WORKAROUNDS["consumed"]
+        if "device" in text:
+            return 'pass device="cpu" so that the producer copies to the host, and catch the exception it really raises'
+        if "stride" in text:
+            return "make a C-contiguous copy first (np.ascontiguousarray / tensor.contiguous())"
+        if "dtype" in text or "type code" in text or "type " in text:
+            return "convert to a dtype both sides support first; catch the exception it really raises (not only BufferError)"
+        if "legacy" in text or "read-only" in text or "immutable" in text:
+            return "ask for a versioned capsule (max_version=(1, 0)) or pass copy=True"
+        return "catch the exception it really raises (not only BufferError)"
+    return WORKAROUNDS.get(kind, "")
+
+
 def _who(r: dict) -> str:
     f = r.get("fault")
     if f == "dlbridge":
@@ -90,9 +107,13 @@ def group_findings(results: list[dict]) -> list[dict]:
         kind = r.get("check") or r["status"]
         if r["status"] in ("crash", "timeout"):
             kind = r["status"]
-        groups[(r.get("fault") == "dlbridge", _who(r), kind, r["route"] if r.get("fault") != "dlbridge" else "dlbridge")].append(r)
+        sig = re.sub(r"0x[0-9a-f]+|\b\d+(\.\d+)?\b", "#", r["detail"].split(";")[0])
+        sig = re.sub(r"^\S+ → \S+", "", sig)[:70]
+        if kind == "readonly":
+            sig = ""
+        groups[(r.get("fault") == "dlbridge", _who(r), kind, r["route"] if r.get("fault") != "dlbridge" else "dlbridge", sig)].append(r)
     out = []
-    for (is_dlb, who, kind, route), rs in groups.items():
+    for (is_dlb, who, kind, route, _sig), rs in groups.items():
         worst = max(rs, key=lambda r: SEVERITY[r["status"]])
         rescued = 0
         if route == "direct":
@@ -102,8 +123,14 @@ def group_findings(results: list[dict]) -> list[dict]:
                     rescued += 1
         cases = sorted({r["case"] for r in rs})
         pairs = sorted({f"{r['producer']}→{r['consumer']}" for r in rs})
-        refs = sorted({x for r in rs for x in (r.get("refs") or [])}, key=lambda s: int(s[1:]))
-        work = WORKAROUNDS.get(kind, "")
+        # the CASES.md rows the finding is about: named in the details, or the cases' own rows
+        # when the finding is confined to a few cases
+        named = {m for r in rs for m in re.findall(r"\bC(\d{1,2})\b", r["detail"])}
+        refs_set = {f"C{n}" for n in named}
+        if len(cases) <= 3:
+            refs_set |= {x for r in rs for x in (r.get("refs") or [])}
+        refs = sorted(refs_set, key=lambda s: int(s[1:]))
+        work = _workaround(kind, rs)
         if is_dlb:
             work = "a dlbridge bug: " + ("report it" if not work.startswith("this is") else work[len("this is a dlbridge bug: "):])
         if rescued:
@@ -128,7 +155,73 @@ def group_findings(results: list[dict]) -> list[dict]:
     return out
 
 
-def coverage(results: list[dict]) -> dict:
+def _reason(detail: str) -> str:
+    """A detail reduced to its reason (no addresses, numbers or trailing exception text)."""
+    head = detail.split(" (BufferError")[0].split(": BufferError")[0]
+    return re.sub(r"0x[0-9a-f]+|\b\d{3,}\b", "#", head)[:240]
+
+
+def dlbridge_refusals(results: list[dict]) -> list[dict]:
+    """Documented refusals: the dlbridge route says "unsupported" where the direct exchange passes."""
+    twins = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in results}
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for r in results:
+        if r["route"] != "dlbridge" or r["status"] != "unsupported":
+            continue
+        d = twins.get((r["producer"], r["consumer"], r["case"], "direct"))
+        if d is not None and d["status"] == "pass":
+            groups[_reason(r["detail"])].append(r)
+    out = [
+        {
+            "reason": reason,
+            "count": len(rs),
+            "pairs": sorted({f"{r['producer']}→{r['consumer']}" for r in rs}),
+            "cases": sorted({r["case"] for r in rs}),
+        }
+        for reason, rs in groups.items()
+    ]
+    out.sort(key=lambda g: -g["count"])
+    return out
+
+
+def dlbridge_rescues(results: list[dict]) -> list[dict]:
+    """Exchanges that pass through dlbridge but fail, crash or are refused directly."""
+    twins = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in results}
+    pairs: dict[tuple, Counter] = defaultdict(Counter)
+    for r in results:
+        if r["route"] != "dlbridge" or r["status"] != "pass":
+            continue
+        d = twins.get((r["producer"], r["consumer"], r["case"], "direct"))
+        if d is None or d["status"] == "pass":
+            continue
+        if d["status"] == "unsupported" and "cannot express this case" in d["detail"]:
+            continue
+        pairs[(r["producer"], r["consumer"])][d["status"]] += 1
+    out = [
+        {"producer": p, "consumer": c, "count": sum(n.values()), "direct": dict(n)}
+        for (p, c), n in pairs.items()
+    ]
+    out.sort(key=lambda g: -g["count"])
+    return out
+
+
+def consumer_versions(results: list[dict]) -> dict[str, str]:
+    """The capsule version each consumer asks for (from the capsule/versioned case)."""
+    out = {}
+    for r in results:
+        if r["case"] != "capsule/versioned" or r["route"] != "direct" or r["consumer"] in out:
+            continue
+        m = re.search(r"asked max_version=(\(\d+, \d+\)|None)", r["detail"])
+        if m:
+            out[r["consumer"]] = "legacy capsules only" if m.group(1) == "None" else f"max_version={m.group(1)}"
+    return out
+
+
+def coverage(results: list[dict], selected: set[str] | None = None) -> dict:
+    """CASES.md rows exercised (a result other than "unsupported") and why the others are not."""
+    selected_refs = None
+    if selected is not None:
+        selected_refs = {ref for cid in selected if cid in BY_ID for ref in BY_ID[cid].refs}
     covered = Counter()
     for r in results:
         if r["status"] != "unsupported":
@@ -138,11 +231,17 @@ def coverage(results: list[dict]) -> dict:
     for i in range(1, 57):
         c = f"C{i}"
         if c not in covered:
-            not_covered[c] = NOT_COVERED.get(c, "no installed library can express it here")
+            if c in NOT_COVERED:
+                not_covered[c] = NOT_COVERED[c]
+            elif selected_refs is not None and c not in selected_refs:
+                not_covered[c] = "not in the selected cases"
+            else:
+                not_covered[c] = "no installed library can express it here"
     return {"covered": sorted(covered, key=lambda s: int(s[1:])), "not_covered": not_covered}
 
 
-def summarize(results: list[dict], libraries: dict, duration: float, producers: list[str], consumers: list[str]) -> dict:
+def summarize(results: list[dict], libraries: dict, duration: float, producers: list[str], consumers: list[str],
+              selected: set[str] | None = None) -> dict:
     by_route = {route: _counts([r for r in results if r["route"] == route]) for route in ROUTES}
     pairs = []
     bucket: dict[tuple, list] = defaultdict(list)
@@ -168,7 +267,10 @@ def summarize(results: list[dict], libraries: dict, duration: float, producers: 
         "dlbridge_failures": len(fails),
         "dlbridge_failure_cases": sorted({r["case"] for r in fails}),
         "findings": group_findings(results)[:40],
-        "coverage": coverage(results),
+        "dlbridge_refusals": dlbridge_refusals(results),
+        "dlbridge_rescues": dlbridge_rescues(results),
+        "consumer_versions": consumer_versions(results),
+        "coverage": coverage(results, selected),
         "duration_seconds": round(duration, 1),
         "exit_status": 1 if fails else 0,
     }
@@ -216,13 +318,16 @@ def terminal(meta: dict, results: list[dict], summary: dict, producers: list[str
         if d["installed"]:
             roles = ", ".join(r for r, on in (("producer", d["producer"]), ("consumer", d["consumer"])) if on)
             lines.append(f"  {d['name']:<17} {d['version'] or '?':<18} {roles}")
-    missing = [d["name"] for d in libs if not d["installed"]]
+    missing = meta.get("not_installed") or [d["name"] for d in libs if not d["installed"]]
     if meta.get("unadapted"):
         lines.append("  installed but not checked yet: " + ", ".join(f"{k} {v}" for k, v in meta["unadapted"].items()))
     if missing:
         lines.append("  not installed: " + ", ".join(missing))
     for name, err in (meta.get("import_errors") or {}).items():
         lines.append(f"  could not import {name}: {err}")
+    asks = consumer_versions(results)
+    if asks:
+        lines.append(_wrap("consumers ask for: " + ", ".join(f"{c} {v}" for c, v in asks.items()), 110, "  "))
     lines.append("")
     pair_map = {(p["producer"], p["consumer"]): p for p in summary["pairs"]}
     colw = max(9, max((len(c) for c in consumers), default=9) + 1)
@@ -261,6 +366,19 @@ def terminal(meta: dict, results: list[dict], summary: dict, producers: list[str
         if len(findings) > top:
             lines.append(f"  ... {len(findings) - top} more kinds of finding in the JSON / HTML report")
         lines.append("")
+    rescues = summary.get("dlbridge_rescues") or []
+    if rescues:
+        total = sum(g["count"] for g in rescues)
+        lines.append(f"Through dlbridge, {total} exchanges work that fail, crash or are refused directly:")
+        lines.append(_wrap(", ".join(f"{g['producer']}→{g['consumer']} {g['count']}" for g in rescues[:14])
+                           + (" ..." if len(rescues) > 14 else ""), 110, "  "))
+        lines.append("")
+    refusals = summary.get("dlbridge_refusals") or []
+    if refusals:
+        lines.append("Where dlbridge refuses (documented) but the direct exchange works:")
+        for g in refusals[:6]:
+            lines.append(_wrap(f"- {g['count']}x {g['reason']} (e.g. {', '.join(g['pairs'][:4])})", 110, "  "))
+        lines.append("")
     fails = dlbridge_failures(results)
     if fails:
         lines.append(f"dlbridge itself failed {len(fails)} result(s) in {len(summary['dlbridge_failure_cases'])} case(s) -> exit status 1:")
@@ -293,7 +411,7 @@ h3{font-size:15px;margin:18px 0 6px}
 td,th{padding:3px 6px;border:1px solid #e1e4e8;vertical-align:top;text-align:left}
 th{background:#f6f8fa;font-weight:600}
 table.m td.c{padding:0;width:86px;height:30px;text-align:center}
-table.m a{display:flex;height:100%;text-decoration:none;color:#fff;font-size:12px}
+table.m a{display:flex;height:30px;text-decoration:none;color:#fff;font-size:12px}
 table.m a span{flex:1;display:flex;align-items:center;justify-content:center}
 .legend span{display:inline-block;padding:1px 8px;margin-right:4px;border-radius:3px;color:#fff;font-size:12px}
 .st{display:inline-block;min-width:74px;text-align:center;border-radius:3px;color:#fff;font-size:12px;padding:0 4px}
@@ -394,6 +512,18 @@ def html_page(meta: dict, results: list[dict], summary: dict, producers: list[st
             f"<span class=small><b>workaround:</b> {_e(g['workaround'])}</span></li>"
         )
     parts.append("</ol>")
+    rescues = summary.get("dlbridge_rescues") or []
+    if rescues:
+        parts.append("<h2>What dlbridge makes work</h2><p>Exchanges that pass through dlbridge but fail, crash or are refused directly:</p><table><tr><th>producer → consumer</th><th>cases</th><th>direct results</th></tr>")
+        for g in rescues:
+            parts.append(f"<tr><td>{_e(g['producer'])} → {_e(g['consumer'])}</td><td>{g['count']}</td><td class=small>{_e(', '.join(f'{k} {v}' for k, v in g['direct'].items()))}</td></tr>")
+        parts.append("</table>")
+    refusals = summary.get("dlbridge_refusals") or []
+    if refusals:
+        parts.append("<h2>Where dlbridge refuses (documented) but the direct exchange works</h2><table><tr><th>results</th><th>reason</th><th>pairs</th></tr>")
+        for g in refusals:
+            parts.append(f"<tr><td>{g['count']}</td><td>{_e(g['reason'])}</td><td class=small>{_e(', '.join(g['pairs']))}</td></tr>")
+        parts.append("</table>")
     # matrices
     parts.append("<h2>All features</h2>")
     parts.append(_matrix("all", results, producers, consumers))

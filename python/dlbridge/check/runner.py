@@ -226,8 +226,11 @@ def run_units(
     startup_timeout: float = 180.0,
     group_by: str = "producer",
     progress: Callable[[int, int], None] | None = None,
+    timings: dict[str, float] | None = None,
 ) -> list[dict]:
-    """Run every unit; returns one result dict per unit (with producer/consumer/case/route)."""
+    """Run every unit; returns one result dict per unit (with producer/consumer/case/route).
+
+    ``timings`` (optional) receives the wall time of each batch and its worker restarts."""
     groups: dict[tuple, list[int]] = {}
     for i, u in enumerate(units):
         if group_by == "producer":
@@ -255,7 +258,14 @@ def run_units(
                     progress(done[0], len(units))
 
         b = Batch(sub, timeout=timeout, startup_timeout=startup_timeout, on_result=on_result)
+        t0 = time.monotonic()
         res = b.run()
+        if timings is not None:
+            name = "|".join(sorted({u[0] for u in sub})) if group_by == "producer" else f"{sub[0][0]}|{sub[0][1]}|{len(sub)}"
+            with lock:
+                timings[name] = round(time.monotonic() - t0, 2)
+                if b.restarts:
+                    timings[name + " (worker restarts)"] = b.restarts
         for li, r in zip(range(len(sub)), b.results):
             p, c, case, route = sub[li]
             if r is None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import gc
 import json
-import math
 import os
 import struct
 import sys
@@ -33,7 +32,7 @@ import numpy as np
 
 from . import refcapsule as rc
 from .cases import BY_ID, Case
-from .libraries import Library, Observed, RefResult, Unsupported, by_name, observe, ref_consume, reference
+from .libraries import Library, Observed, Unsupported, by_name, observe, ref_consume, reference
 
 PASS, FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED = "pass", "fail", "error", "crash", "timeout", "unsupported"
 
@@ -72,6 +71,8 @@ class Source:
     elem_strides: tuple[int, ...] | None  # what the producer exports (elements)
     has_dlpack: bool
     export_error: BaseException | None = None  # the producer's own __dlpack__ failed
+    export_kind: str | None = None  # "legacy" | "versioned" | None (no __dlpack__)
+    export_flags: int = 0
     ref_checks: set[str] = field(default_factory=set)  # checks the producer's own export fails
     ref_desc: str = ""
 
@@ -119,7 +120,10 @@ def build_source(plib: Library, case: Case) -> Source:
     if has_dlpack and case.mode not in ("major2", "v12_null_strides"):
         # the producer's own export, read by the reference consumer
         try:
-            obs = observe(ref_consume(x))
+            res = ref_consume(x)
+            src.export_kind = "versioned" if res.info.versioned else "legacy"
+            src.export_flags = res.info.flags
+            obs = observe(res)
             info_readonly = obs.writable is False
             src.declared_readonly = info_readonly
             src.elem_strides = obs.strides
@@ -133,6 +137,8 @@ def build_source(plib: Library, case: Case) -> Source:
             if info is None:
                 src.export_error = e
             else:
+                src.export_kind = "versioned" if info.versioned else "legacy"
+                src.export_flags = info.flags
                 src.declared_readonly = info.readonly
                 src.elem_strides = info.element_strides
                 src.ref_desc = info.describe()
@@ -443,6 +449,9 @@ def classify_exception(e: BaseException, required: str | None, case: Case, obj: 
         if isinstance(e, TypeError):
             return PASS, f"{who} raised TypeError as it should: {short(e)}", None
         return ERROR, f"{who} raised {short(e)}; expected TypeError (the object has no exchange protocol)", "exception"
+    if not hasattr(obj, "__dlpack__") and not who.startswith("dlbridge"):
+        what = "a raw capsule" if rc.is_capsule(obj) else f"a {type(obj).__name__} (no __dlpack__)"
+        return UNSUPPORTED, f"{who} does not take {what}: {short(e)}", None
     if required:
         if isinstance(e, BufferError):
             return PASS, f"refused as it must ({required}): {short(e)}", None
@@ -508,9 +517,51 @@ def _consume(clib: Library, obj: Any, case: Case, warns: list) -> Any:
 
 
 def _warn_findings(case: Case, warns: list) -> list[tuple[str, str]]:
-    if warns and "C16" in case.refs:
-        return [("warning", f"emitted a warning on import (C16: no warning spam): {warns[0]}")]
+    loud = [x for x in warns if x.startswith(("UserWarning", "RuntimeWarning"))]
+    if loud and "C16" in case.refs:
+        return [("warning", f"emitted a warning on import (C16: no warning spam): {loud[0]}")]
     return []
+
+
+def _lib_of(e: BaseException) -> str:
+    return (type(e).__module__ or "").split(".")[0]
+
+
+_MODULE_LIB = {"jaxlib": "jax", "jax": "jax", "torch": "torch", "pyarrow": "pyarrow", "dpctl": "dpnp",
+               "dpnp": "dpnp", "numpy": "numpy", "tvm_ffi": "tvm_ffi", "array_api_strict": "array_api_strict"}
+
+
+def _exception_fault(e: BaseException, pname: str, cname: str, src: Source, case: Case) -> str:
+    """Who raised it: the library whose module defines the exception, else ask the producer."""
+    if cname == "dlpack-ref":
+        return "producer"
+    if pname == "dlpack-ref":
+        return "consumer"
+    lib = _MODULE_LIB.get(_lib_of(e))
+    if lib == pname and lib != cname:
+        return "producer"
+    if lib == cname and lib != pname:
+        return "consumer"
+    kw = {"copy": case.copy}
+    if case.device == "cpu":
+        kw["device"] = "cpu"
+    perr = _producer_export_error(src, case, kw)
+    if perr is not None and type(perr) is type(e):
+        return "producer"
+    if perr is None and case.mode in ("array", "legacy", "versioned", "torch_conj", "torch_grad"):
+        return "consumer"
+    return "peers"
+
+
+def _readonly_fault(src: Source, pname: str, cname: str) -> str:
+    """A writable alias of read-only data: the consumer's fault when the producer said so."""
+    if src.export_kind == "versioned" and src.export_flags & rc.READ_ONLY:
+        return "consumer"  # it ignored the READ_ONLY flag
+    if src.export_kind == "legacy":
+        return "producer"  # immutable memory in a legacy capsule (C13)
+    if src.export_kind == "versioned":
+        return "producer"  # read-only memory without the READ_ONLY flag (C12)
+    return peer_fault(pname, cname)
 
 
 def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
@@ -518,6 +569,7 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
     src = ctx.source(pname, case)
     obj = hand_over(src, case)
     required = required_refusal(case, src, clib)
+    producer_must_refuse = case.mode == "legacy" and case.refuse is not None
     fault = peer_fault(pname, cname)
     warns: list[str] = []
     stage("consumer")
@@ -529,6 +581,8 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
         st, detail, check = classify_exception(e, required, case, obj, f"{cname}.from_dlpack")
         if st == PASS and case.mode == "legacy" and isinstance(obj, LegacyOnly):
             detail = f"the producer refused the legacy capsule: {short(e)}"
+        if st in (FAIL, ERROR):
+            fault = _exception_fault(e, pname, cname, src, case)
         return result(st, detail, fault=fault if st in (FAIL, ERROR) else None, check=check)
     stage("inspect")
     obs = observe(y)
@@ -536,8 +590,9 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
     findings += _warn_findings(case, warns)
     notes = []
     if isinstance(obj, LegacyOnly) and src.readonly and obj.returned == "dltensor":
-        findings.append(("readonly", f"{pname} exported read-only memory in a legacy capsule, which cannot say read-only (C13)"))
+        findings.insert(0, ("readonly", f"{pname} exported read-only memory in a legacy capsule, which cannot say read-only (C13)"))
         fault = "producer"
+        required = None  # the producer should have refused; the consumer could not know
     if isinstance(obj, Recorder):
         asked = [r.get("max_version") for r in obj.requests]
         notes.append(f"{cname} asked max_version={asked[0] if asked else None}, got {obj.returned[0] if obj.returned else None}")
@@ -561,18 +616,21 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
             notes.append(f"second import refused: {short(e)}")
         except Exception as e:  # noqa: BLE001
             del y
-            return result(ERROR, f"importing an already consumed capsule raised {short(e)}; expected BufferError (C18)", fault=fault, check="exception")
+            return result(ERROR, f"importing an already consumed capsule raised {short(e)}; expected BufferError (C18)", fault="consumer", check="exception")
         else:
             del y2
             findings.append(("consumed", "imported the same capsule twice (use after free / double free risk, C18)"))
+            fault = "consumer"
     del y
-    if required and not findings:
+    if required and not findings and not producer_must_refuse:
         findings.append(("accepted", f"accepted although it must refuse: {required}"))
+    if findings and findings[0][0] == "readonly" and fault == peer_fault(pname, cname):
+        fault = _readonly_fault(src, pname, cname)
     if findings:
         r = result(FAIL, "; ".join(t for _, t in findings), fault=fault, check=findings[0][0])
         r["checks"] = [c for c, _ in findings]
         return r
-    if required:
+    if required and not producer_must_refuse:
         return result(FAIL, f"accepted although it must refuse: {required}", fault=fault, check="accepted")
     return result(PASS, "; ".join([_describe_pass(obs, src, case.copy)] + notes))
 
@@ -593,6 +651,38 @@ def _verify_tensor_export(t: Any, src: Source, case: Case) -> set[str]:
     return {c for c, _ in judge(obs, src, case, expect_device=None, copy=None)}
 
 
+def _producer_export_error(src: Source, case: Case, kw: dict) -> BaseException | None:
+    """Ask the producer for a capsule the way dlbridge does; the exception it raises, if any."""
+    if case.mode in ("consumed", "raw_versioned", "raw_legacy", "list"):
+        return None
+    try:
+        obj = hand_over(src, case)
+    except Exception as e:  # noqa: BLE001
+        return e
+    if not hasattr(obj, "__dlpack__"):
+        return None
+    try:
+        cap = rc.export_capsule(
+            obj, dl_device=(1, 0) if kw.get("device") == "cpu" else None, copy=kw.get("copy")
+        )
+    except Exception as e:  # noqa: BLE001
+        return e
+    del cap
+    return None
+
+
+def _test_hook(pname: str, cname: str, case: Case) -> None:
+    """For the checker's own tests: simulate dlbridge crashing or hanging on one unit
+    (environment variables hold ``producer|consumer|case``)."""
+    key = f"{pname}|{cname}|{case.id}"
+    if os.environ.get("DLBRIDGE_CHECK_TEST_CRASH") == key:
+        os.abort()
+    if os.environ.get("DLBRIDGE_CHECK_TEST_HANG") == key:
+        import time
+
+        time.sleep(3600)
+
+
 def run_dlbridge(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
     import dlbridge
 
@@ -607,6 +697,7 @@ def run_dlbridge(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
         kw["device"] = "cpu"
     req1 = required_refusal_dlbridge(case, src)
     stage("dlbridge.from_dlpack")
+    _test_hook(pname, cname, case)
     try:
         t = dlbridge.from_dlpack(obj, **kw)
     except Exception as e:  # noqa: BLE001
@@ -614,6 +705,13 @@ def run_dlbridge(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
         if st == PASS:
             return result(PASS, detail)
         # whose fault? the producer's, if its own export fails the same way
+        perr = _producer_export_error(src, case, kw)
+        if perr is not None and type(perr) is type(e):
+            if isinstance(e, BufferError):
+                return result(UNSUPPORTED, f"the producer cannot export it: {short(perr)}")
+            return result(ERROR, f"the producer's __dlpack__ raised {short(perr)}"
+                          + (" instead of BufferError" if req1 else "") + "; dlbridge passed it on",
+                          fault="producer", check="exception", stage_="dlbridge.from_dlpack")
         if src.export_error is not None and type(src.export_error) is type(e):
             if isinstance(e, BufferError):
                 return result(UNSUPPORTED, f"the producer cannot export it: {short(src.export_error)}")
@@ -621,7 +719,12 @@ def run_dlbridge(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
         if st == UNSUPPORTED or (isinstance(e, BufferError) and not req1):
             return result(ERROR, f"dlbridge.from_dlpack refused data its producer can export: {short(e)}", fault="dlbridge", check="refused", stage_="dlbridge.from_dlpack")
         return result(st, detail.replace("dlbridge.from_dlpack raised", "dlbridge.from_dlpack raised"), fault="dlbridge", check=check or "exception", stage_="dlbridge.from_dlpack")
-    if req1:
+    notes = []
+    if req1 and case.mode == "legacy":
+        # the producer should have refused (C13); dlbridge must then keep the data read-only
+        if isinstance(obj, LegacyOnly) and obj.returned == "dltensor":
+            notes.append(f"{pname} sent read-only memory in a legacy capsule (its C13 bug); dlbridge kept it read-only")
+    elif req1:
         return result(FAIL, f"dlbridge.from_dlpack accepted although it must refuse: {req1}", fault="dlbridge", check="accepted", stage_="dlbridge.from_dlpack")
     if case.mode == "consumed":
         stage("dlbridge.from_dlpack (second import)")
@@ -656,9 +759,15 @@ def run_dlbridge(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
         st, detail, check = classify_exception(e, req2, case, t, who)
         if st == PASS:
             return result(PASS, detail)
-        if cname == "dlpack-ref":
-            return result(ERROR if st != UNSUPPORTED else ERROR, f"the reference consumer cannot read dlbridge's export: {short(e)}", fault="dlbridge", check="export", stage_="consumer")
         msg = str(e).lower()
+        if isinstance(e, BufferError) and obs_t.device is not None and obs_t.device[0] not in rc.HOST_DEVICES:
+            return result(UNSUPPORTED, f"dlbridge cannot move {rc.DEVICE_NAMES.get(obs_t.device[0], obs_t.device[0])} memory itself "
+                          f"(DECISIONS): pass device=\"cpu\" to dlbridge.from_dlpack so that the producer copies ({short(e)})")
+        if isinstance(e, BufferError) and rc.DTYPE_CODES.get(obs_t.dtype or "", (0, 0))[0] in rc.CODES_SINCE_1_1 and "1.1" in msg:
+            return result(UNSUPPORTED, f"{cname} asks for a DLPack < 1.1 capsule and {obs_t.dtype} needs 1.1; dlbridge refuses as "
+                          f"C26 requires (a direct exchange only works if the producer breaks that rule): {short(e)}")
+        if cname == "dlpack-ref":
+            return result(ERROR, f"the reference consumer cannot read dlbridge's export: {short(e)}", fault="dlbridge", check="export", stage_="consumer")
         if isinstance(e, BufferError) and t.readonly and ("read-only" in msg or "readonly" in msg or "legacy" in msg):
             return result(UNSUPPORTED, f"{cname} asks for a legacy capsule and dlbridge will not send read-only data that way (DECISIONS): {short(e)}")
         if direct.get("status") == PASS:
@@ -686,7 +795,7 @@ def run_dlbridge(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
         f2.append(("accepted", f"{cname} accepted the dlbridge.Tensor although it must refuse: {req2}"))
     del y
     if not f2:
-        return result(PASS, "dlbridge.Tensor ok; " + _describe_pass(obs, src, case.copy))
+        return result(PASS, "; ".join(["dlbridge.Tensor ok", _describe_pass(obs, src, case.copy)] + notes))
     # attribute: the reference consumer is trusted; otherwise, did the consumer do the same directly?
     if cname == "dlpack-ref":
         fault = "dlbridge"
@@ -734,9 +843,11 @@ def run_unit(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
     except Unsupported as e:
         r = result(UNSUPPORTED, str(e))
     if ref_arrays:
-        gc.collect()
         for ra, _, _ in ref_arrays:
             ra.finish()
+        # a full collection is slow with the big libraries loaded: only when a deleter is missing
+        if any(ra.deleter_calls - d0 < ra.exports - e0 for ra, e0, d0 in ref_arrays):
+            gc.collect()
     if ref_arrays and r["status"] in (PASS, FAIL, ERROR, UNSUPPORTED) and case.mode != "consumed":
         for ra, e0, d0 in ref_arrays:
             exports = ra.exports - e0

@@ -13,6 +13,7 @@
 
 use std::mem::size_of;
 use std::ptr;
+use std::sync::OnceLock;
 
 use super::plan::{Dim, Kernel, Plan};
 
@@ -22,8 +23,22 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 20;
 /// Parallel pieces hold at least this many bytes.
 const LEAF_BYTES: usize = 512 << 10;
 
+/// Parallel pieces of a single contiguous run hold at least this many bytes. One large
+/// `memcpy` (the C library's, with non-temporal stores for big blocks) was measured faster
+/// than parallel pieces of 0.5 to 16 MiB on a 2-CPU machine, into fresh and into existing
+/// memory alike (DRAM bandwidth and first-touch page faults bound it, not the CPU): only
+/// copies of more than 128 MiB are split.
+const MEMCPY_LEAF_BYTES: usize = 64 << 20;
+
 /// Bytes of one tile side: a cache line.
 const LINE: usize = 64;
+
+/// What every piece of one copy shares.
+#[derive(Clone, Copy)]
+struct Job {
+    kernel: Kernel,
+    itemsize: usize,
+}
 
 /// Source and destination of a (sub-)copy.
 #[derive(Clone, Copy)]
@@ -75,25 +90,33 @@ pub(crate) unsafe fn run(
     // regions (caller's contract).
     let start = unsafe { base.advance(plan.src_shift, plan.dst_shift, itemsize) };
     let bytes = plan.dims.iter().map(|d| d.n).product::<usize>() * itemsize;
-    let parallel = parallel
-        && std::env::var("DLB_SEQ").is_err()
-        && bytes >= PARALLEL_THRESHOLD
-        && rayon::current_num_threads() > 1;
+    let parallel = parallel && bytes >= PARALLEL_THRESHOLD && pool_usable();
+    let job = Job {
+        kernel: plan.kernel,
+        itemsize,
+    };
     // SAFETY: forwarded contract.
-    unsafe { exec(&plan.dims, plan.kernel, itemsize, start, parallel) }
+    unsafe { exec(&plan.dims, job, start, parallel) }
+}
+
+/// True when the rayon pool can run our pieces: it has more than one thread, and this is the
+/// process that started it — after `fork()` (Python's multiprocessing) the child inherits the
+/// pool's bookkeeping but not its threads, and joining would wait forever; the child then
+/// copies on its own thread.
+fn pool_usable() -> bool {
+    static POOL_PID: OnceLock<u32> = OnceLock::new();
+    let pid = std::process::id();
+    *POOL_PID.get_or_init(|| pid) == pid && rayon::current_num_threads() > 1
 }
 
 /// Split in halves along the outermost loop until pieces are small, then run the leaves.
 ///
 /// # Safety
 /// As for [`run`], for the loops `dims` starting at `p`.
-unsafe fn exec(dims: &[Dim], kernel: Kernel, itemsize: usize, p: Ptrs, parallel: bool) {
+unsafe fn exec(dims: &[Dim], job: Job, p: Ptrs, parallel: bool) {
+    let Job { kernel, itemsize } = job;
     let bytes = dims.iter().map(|d| d.n).product::<usize>() * itemsize;
-    let leaf: usize = std::env::var("DLB_LEAF")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(LEAF_BYTES);
-    if parallel && bytes >= 2 * leaf {
+    if parallel && bytes >= 2 * leaf_bytes(dims, kernel) {
         if let Some(k) = split_dim(dims, kernel) {
             let n = dims[k].n;
             // Split on a tile boundary when the extent allows it.
@@ -111,9 +134,9 @@ unsafe fn exec(dims: &[Dim], kernel: Kernel, itemsize: usize, p: Ptrs, parallel:
             let q = unsafe { p.advance(step * dims[k].src, step * dims[k].dst, itemsize) };
             rayon::join(
                 // SAFETY: each half covers its own elements; destinations are disjoint.
-                || unsafe { exec(&lo, kernel, itemsize, p, true) },
+                || unsafe { exec(&lo, job, p, true) },
                 // SAFETY: as above.
-                || unsafe { exec(&hi, kernel, itemsize, q, true) },
+                || unsafe { exec(&hi, job, q, true) },
             );
             return;
         }
@@ -123,16 +146,43 @@ unsafe fn exec(dims: &[Dim], kernel: Kernel, itemsize: usize, p: Ptrs, parallel:
         Kernel::Tiles => 2,
     };
     let (outer, inner) = dims.split_at(dims.len() - core);
-    for_each_outer(outer, |s, d| {
-        // SAFETY: (s, d) are the offsets of one row / tile origin reached by the plan.
-        let q = unsafe { p.advance(s, d, itemsize) };
-        match kernel {
-            // SAFETY: one row of the plan from its origin.
-            Kernel::Rows => unsafe { row(inner[0], itemsize, q) },
-            // SAFETY: one 2-D slab of the plan from its origin.
-            Kernel::Tiles => unsafe { tiles(inner[0], inner[1], itemsize, q) },
+    match kernel {
+        Kernel::Rows => {
+            // The innermost outer loop runs inline (many short rows stay cheap).
+            let (last, rest) = outer.split_last().map_or(
+                (
+                    Dim {
+                        n: 1,
+                        src: 0,
+                        dst: 0,
+                    },
+                    outer,
+                ),
+                |(l, r)| (*l, r),
+            );
+            for_each_outer(rest, |s, d| {
+                // SAFETY: (s, d) are the offsets of the first row of a group the plan reaches.
+                let q = unsafe { p.advance(s, d, itemsize) };
+                // SAFETY: `last.n` rows of the plan from there.
+                unsafe { rows(last, inner[0], job, q) };
+            });
         }
-    });
+        Kernel::Tiles => for_each_outer(outer, |s, d| {
+            // SAFETY: (s, d) are the offsets of one slab origin reached by the plan.
+            let q = unsafe { p.advance(s, d, itemsize) };
+            // SAFETY: one 2-D slab of the plan from its origin.
+            unsafe { tiles(inner[0], inner[1], job, q) };
+        }),
+    }
+}
+
+/// The smallest parallel piece for `dims`: [`LEAF_BYTES`], or [`MEMCPY_LEAF_BYTES`] for a
+/// single contiguous run.
+fn leaf_bytes(dims: &[Dim], kernel: Kernel) -> usize {
+    match (kernel, dims) {
+        (Kernel::Rows, [d]) if d.src == 1 && d.dst == 1 => MEMCPY_LEAF_BYTES,
+        _ => LEAF_BYTES,
+    }
 }
 
 /// The loop to halve: the outermost outer loop longer than 1, else the longest core loop
@@ -176,41 +226,151 @@ fn for_each_outer(outer: &[Dim], mut f: impl FnMut(isize, isize)) {
 }
 
 /// Element types the kernels move as one unit (every bit pattern valid, no padding).
-trait Word: Copy + Default {}
-impl Word for u8 {}
-impl Word for u16 {}
-impl Word for u32 {}
-impl Word for u64 {}
-impl Word for u128 {}
-
-/// One row.
-///
-/// # Safety
-/// The row's `dim.n` elements are readable at `p.src` and writable at `p.dst` with the row's
-/// strides; the two do not overlap.
-unsafe fn row(dim: Dim, itemsize: usize, p: Ptrs) {
-    if dim.src == 1 && dim.dst == 1 {
-        // SAFETY: a contiguous row on both sides, non-overlapping (caller's contract).
-        unsafe { ptr::copy_nonoverlapping(p.src, p.dst, dim.n * itemsize) };
-        return;
-    }
-    // SAFETY (all arms): caller's contract, with the element width matching itemsize.
-    unsafe {
-        match itemsize {
-            1 => strided::<u8>(dim, p),
-            2 => strided::<u16>(dim, p),
-            4 => strided::<u32>(dim, p),
-            8 => strided::<u64>(dim, p),
-            16 => strided::<u128>(dim, p),
-            _ => strided_bytes(dim, itemsize, p),
+trait Word: Copy + Default {
+    /// Write the transpose of the tile `buf`: destination line `x` (at `dst + x * dst_a`)
+    /// receives column `x` of `buf`.
+    ///
+    /// # Safety
+    /// For `x, y < B`: `dst + x * dst_a + y` is writable.
+    #[inline(always)]
+    unsafe fn write_transposed<const B: usize>(buf: &[[Self; B]; B], dst: *mut Self, dst_a: isize) {
+        #[allow(clippy::needless_range_loop)] // `x` indexes the inner arrays, not `buf`
+        for x in 0..B {
+            let out: [Self; B] = std::array::from_fn(|y| buf[y][x]);
+            // SAFETY: B contiguous destination elements of line x (caller's contract).
+            unsafe {
+                ptr::write_unaligned(dst.offset(x as isize * dst_a).cast::<[Self; B]>(), out)
+            };
         }
     }
 }
+impl Word for u8 {}
+impl Word for u16 {}
+impl Word for u128 {}
 
+#[cfg(target_arch = "x86_64")]
+impl Word for u32 {
+    #[inline(always)]
+    unsafe fn write_transposed<const B: usize>(buf: &[[u32; B]; B], dst: *mut u32, dst_a: isize) {
+        // SAFETY: forwarded contract; tiles of 4-byte elements have B = 16.
+        unsafe { super::simd::write_transposed_4(buf, dst, dst_a) }
+    }
+}
+#[cfg(target_arch = "x86_64")]
+impl Word for u64 {
+    #[inline(always)]
+    unsafe fn write_transposed<const B: usize>(buf: &[[u64; B]; B], dst: *mut u64, dst_a: isize) {
+        // SAFETY: forwarded contract; tiles of 8-byte elements have B = 8.
+        unsafe { super::simd::write_transposed_8(buf, dst, dst_a) }
+    }
+}
+#[cfg(not(target_arch = "x86_64"))]
+impl Word for u32 {}
+#[cfg(not(target_arch = "x86_64"))]
+impl Word for u64 {}
+
+/// `outer.n` rows of `dim`, the rows `outer` apart.
+///
 /// # Safety
-/// As for [`row`], with `size_of::<T>()`-byte elements (alignment not required).
+/// Each row's `dim.n` elements are readable at `p.src` and writable at `p.dst` (advanced by
+/// the row index times `outer`'s strides) with the row's strides; sources and destinations do
+/// not overlap.
+unsafe fn rows(outer: Dim, dim: Dim, job: Job, p: Ptrs) {
+    let itemsize = job.itemsize;
+    if dim.src == 1 && dim.dst == 1 {
+        let bytes = dim.n * itemsize;
+        if bytes <= 64 {
+            // SAFETY: a contiguous row of `bytes` on both sides (caller's contract).
+            each_row(outer, itemsize, p, |q| unsafe {
+                copy_small(q.src, q.dst, bytes)
+            });
+        } else {
+            // SAFETY: as above.
+            each_row(outer, itemsize, p, |q| unsafe {
+                ptr::copy_nonoverlapping(q.src, q.dst, bytes)
+            });
+        }
+        return;
+    }
+    match itemsize {
+        // SAFETY: one row per call (caller's contract) of 1-byte elements.
+        1 => each_row(outer, itemsize, p, |q| unsafe { strided::<u8>(dim, q) }),
+        // SAFETY: as above, 2-byte elements.
+        2 => each_row(outer, itemsize, p, |q| unsafe { strided::<u16>(dim, q) }),
+        // SAFETY: as above, 4-byte elements.
+        4 => each_row(outer, itemsize, p, |q| unsafe { strided::<u32>(dim, q) }),
+        // SAFETY: as above, 8-byte elements.
+        8 => each_row(outer, itemsize, p, |q| unsafe { strided::<u64>(dim, q) }),
+        // SAFETY: as above, 16-byte elements.
+        16 => each_row(outer, itemsize, p, |q| unsafe { strided::<u128>(dim, q) }),
+        // SAFETY: as above, `itemsize`-byte elements.
+        _ => each_row(outer, itemsize, p, |q| unsafe {
+            strided_bytes(dim, itemsize, q)
+        }),
+    }
+}
+
+/// Call `f` with the start of each of the `outer.n` rows (addresses only: `f` dereferences).
+#[inline(always)]
+fn each_row(outer: Dim, itemsize: usize, p: Ptrs, mut f: impl FnMut(Ptrs)) {
+    let size = itemsize as isize;
+    for r in 0..outer.n as isize {
+        f(Ptrs {
+            src: p.src.wrapping_offset(r * outer.src * size),
+            dst: p.dst.wrapping_offset(r * outer.dst * size),
+        });
+    }
+}
+
+/// Copy `n <= 64` bytes with at most two (overlapping) loads and stores, no `memcpy` call.
+///
+/// # Safety
+/// `n` bytes readable at `src` and writable at `dst`, not overlapping.
+#[inline(always)]
+unsafe fn copy_small(src: *const u8, dst: *mut u8, n: usize) {
+    macro_rules! two {
+        ($t:ty) => {{
+            let w = size_of::<$t>();
+            // SAFETY: `w <= n`, so [0, w) and [n - w, n) lie inside both regions; both loads
+            // happen before the stores.
+            unsafe {
+                let a = ptr::read_unaligned(src.cast::<$t>());
+                let b = ptr::read_unaligned(src.add(n - w).cast::<$t>());
+                ptr::write_unaligned(dst.cast::<$t>(), a);
+                ptr::write_unaligned(dst.add(n - w).cast::<$t>(), b);
+            }
+        }};
+    }
+    debug_assert!(n <= 64);
+    match n {
+        0 => {}
+        1 => two!(u8),
+        2..=3 => two!(u16),
+        4..=7 => two!(u32),
+        8..=15 => two!(u64),
+        16..=31 => two!(u128),
+        _ => two!([u128; 2]),
+    }
+}
+
+/// One row, element by element.
+///
+/// # Safety
+/// The row's `dim.n` elements are readable at `p.src` and writable at `p.dst` with the row's
+/// strides (`size_of::<T>()`-byte elements, alignment not required); no overlap.
+#[inline(always)]
 unsafe fn strided<T: Word>(dim: Dim, p: Ptrs) {
     let (src, dst) = (p.src.cast::<T>(), p.dst.cast::<T>());
+    if dim.dst == 1 {
+        for j in 0..dim.n {
+            // SAFETY: element j of the row on both sides (caller's contract).
+            unsafe {
+                let v = ptr::read_unaligned(src.offset(j as isize * dim.src));
+                ptr::write_unaligned(dst.add(j), v);
+            }
+        }
+        return;
+    }
     for j in 0..dim.n as isize {
         // SAFETY: element j of the row on both sides (caller's contract).
         unsafe {
@@ -221,7 +381,7 @@ unsafe fn strided<T: Word>(dim: Dim, p: Ptrs) {
 }
 
 /// # Safety
-/// As for [`row`].
+/// As for [`strided`], with `itemsize`-byte elements.
 unsafe fn strided_bytes(dim: Dim, itemsize: usize, p: Ptrs) {
     for j in 0..dim.n as isize {
         // SAFETY: element j of the row on both sides (caller's contract).
@@ -237,16 +397,16 @@ unsafe fn strided_bytes(dim: Dim, itemsize: usize, p: Ptrs) {
 /// # Safety
 /// Every element of the slab is readable at `p.src` and writable at `p.dst` with the given
 /// strides; the two regions do not overlap.
-unsafe fn tiles(a: Dim, i: Dim, itemsize: usize, p: Ptrs) {
-    // SAFETY (all arms): caller's contract; the tile side is one cache line of elements.
+unsafe fn tiles(a: Dim, i: Dim, job: Job, p: Ptrs) {
+    // SAFETY: (every arm) caller's contract; the tile side is one cache line of elements.
     unsafe {
-        match itemsize {
+        match job.itemsize {
             1 => tiled::<u8, { LINE }>(a, i, p),
             2 => tiled::<u16, { LINE / 2 }>(a, i, p),
             4 => tiled::<u32, { LINE / 4 }>(a, i, p),
             8 => tiled::<u64, { LINE / 8 }>(a, i, p),
             16 => tiled::<u128, { LINE / 16 }>(a, i, p),
-            _ => tiled_bytes(a, i, itemsize, p),
+            _ => tiled_bytes(a, i, job.itemsize, p),
         }
     }
 }
@@ -340,11 +500,8 @@ unsafe fn tile_unit<T: Word, const B: usize>(
         // SAFETY: B contiguous source elements of line y of the tile.
         *line = unsafe { ptr::read_unaligned(src.offset(y as isize * src_i).cast::<[T; B]>()) };
     }
-    for x in 0..B {
-        let out: [T; B] = std::array::from_fn(|y| buf[y][x]);
-        // SAFETY: B contiguous destination elements of line x of the tile.
-        unsafe { ptr::write_unaligned(dst.offset(x as isize * dst_a).cast::<[T; B]>(), out) };
-    }
+    // SAFETY: B contiguous destination elements of each line x of the tile.
+    unsafe { T::write_transposed(buf, dst, dst_a) };
 }
 
 /// An edge block (or any strides), element by element.
@@ -387,3 +544,20 @@ unsafe fn tiled_bytes(a: Dim, i: Dim, itemsize: usize, p: Ptrs) {
 }
 
 const _: () = assert!(size_of::<[[u8; LINE]; LINE]>() == 4096);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_copies_of_every_length() {
+        let src: Vec<u8> = (0..64).map(|x| x as u8 + 1).collect();
+        for n in 0..=64 {
+            let mut dst = vec![0u8; 65];
+            // SAFETY: `n <= 64` bytes inside both vectors, which do not overlap.
+            unsafe { copy_small(src.as_ptr(), dst.as_mut_ptr(), n) };
+            assert_eq!(&dst[..n], &src[..n]);
+            assert!(dst[n..].iter().all(|x| *x == 0), "{n}");
+        }
+    }
+}

@@ -11,6 +11,8 @@
 mod buffer;
 mod kernel;
 mod plan;
+#[cfg(target_arch = "x86_64")]
+mod simd;
 mod view;
 
 pub use buffer::HostBuffer;
@@ -150,9 +152,14 @@ impl Tensor {
         let mut buffer = unsafe { HostBuffer::uninit(nbytes) }?;
         let src = self.data_ptr() as *const u8;
         if already_dense {
-            // SAFETY: the tensor is dense in `order`, so its `nbytes` bytes start at the first
-            // element, are host-readable while `self` lives, and the fresh buffer is disjoint.
-            unsafe { std::ptr::copy_nonoverlapping(src, buffer.as_mut_ptr(), nbytes) };
+            // One contiguous run of bytes (packed sub-byte data included).
+            let bytes = [nbytes as i64];
+            if let Some(plan) = plan::plan(&bytes, &[1], &[1]) {
+                // SAFETY: the tensor is dense in `order`, so its `nbytes` bytes start at the
+                // first element and are host-readable while `self` lives; the fresh buffer
+                // holds exactly `nbytes` and is disjoint.
+                unsafe { kernel::run(&plan, 1, src, buffer.as_mut_ptr(), true) };
+            }
         } else if let Some(plan) = plan::plan(shape, self.strides(), &strides) {
             // SAFETY: the validated source layout reaches only readable host memory; the
             // destination is the fresh dense buffer of exactly these elements (disjoint from
@@ -371,6 +378,28 @@ mod tests {
             let f = tt.copy(Order::F).unwrap();
             assert_eq!(reference(&transposed(&f)), raw.host_bytes().unwrap());
         }
+    }
+
+    #[test]
+    fn large_copies() {
+        // Many parallel pieces, tiles with 64-byte aligned destination lines.
+        let (rows, cols) = (1024i64, 4160i64);
+        let t = Tensor::from_vec(
+            (0..(rows * cols) as u32).collect::<Vec<u32>>(),
+            &[rows, cols],
+        )
+        .unwrap();
+        let c = t.transposed().copy(Order::C).unwrap();
+        assert_eq!(c.host_bytes().unwrap(), reference(&t.transposed()));
+        let d = t.copy(Order::C).unwrap();
+        assert_eq!(d.host_bytes().unwrap(), t.host_bytes().unwrap());
+        let w = Tensor::from_vec(
+            (0..(rows * cols) as u64).collect::<Vec<u64>>(),
+            &[rows, cols],
+        )
+        .unwrap();
+        let c = w.transposed().copy(Order::C).unwrap();
+        assert_eq!(c.host_bytes().unwrap(), reference(&w.transposed()));
     }
 
     #[test]

@@ -63,12 +63,14 @@ macro_rules! api {
             _library: libloading::Library,
         }
 
-        /// Names of every symbol the table needs (for error messages and tests).
+        /// Names of every symbol the table needs.
+        #[cfg(test)]
         pub(crate) const SYMBOLS: &[&str] = &[$(stringify!($name)),*];
 
         #[cfg(feature = "cuda")]
         impl Api {
             /// Resolve every symbol of `library`.
+            #[allow(non_snake_case)]
             fn resolve(library: libloading::Library) -> Result<Self> {
                 $(
                     // SAFETY: the symbol is looked up by its exact C name and given the
@@ -145,6 +147,12 @@ unsafe impl Send for Context {}
 // SAFETY: see above.
 unsafe impl Sync for Context {}
 
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Driver")
+    }
+}
+
 static DRIVER: OnceLock<Result<Driver, String>> = OnceLock::new();
 
 /// The process-wide driver, loaded and initialised on first use. Failure is remembered.
@@ -177,11 +185,10 @@ impl Driver {
     pub(crate) fn load(name: &str) -> Result<Self> {
         // SAFETY: loading runs the library's initialisers; the CUDA driver's are safe to run
         // from any thread at any time (that is how every CUDA application loads it).
-        let library = unsafe { libloading::Library::new(name) }.map_err(|e| {
-            Error::CudaUnavailable {
+        let library =
+            unsafe { libloading::Library::new(name) }.map_err(|e| Error::CudaUnavailable {
                 reason: format!("cannot load {name} (no NVIDIA driver installed?): {e}"),
-            }
-        })?;
+            })?;
         let api = Api::resolve(library)?;
         let driver = Self {
             api,

@@ -160,6 +160,12 @@ impl Event {
         })
     }
 
+    /// The raw `CUevent` (= `cudaEvent_t`), e.g. for an Arrow device array's `sync_event`;
+    /// valid while `self` lives.
+    pub fn handle(&self) -> usize {
+        self.raw as usize
+    }
+
     /// Block the host until the recorded work is done.
     pub fn synchronize(&self) -> Result<()> {
         // SAFETY: a live event.
@@ -222,6 +228,26 @@ impl Drop for Stream {
         // SAFETY: destroyed once; pending work still completes.
         unsafe { (self.driver.api.cuStreamDestroy_v2)(self.raw) };
     }
+}
+
+/// Make the legacy default stream of CUDA device `device` wait (on the device, the host does
+/// not block) for a foreign event — e.g. the `sync_event` of an Arrow device array — so that
+/// the data it guards is ready where dlbridge reads it.
+///
+/// # Safety
+/// `event` must be a valid `CUevent` / `cudaEvent_t` for the duration of the call.
+pub unsafe fn wait_raw_event(event: usize, device: Device) -> Result<()> {
+    let driver = driver()?;
+    let ordinal = if device.kind == DeviceType::CUDA {
+        device.id
+    } else {
+        0
+    };
+    let _guard = driver.enter(driver.primary_context(ordinal)?)?;
+    // SAFETY: a valid event (caller's contract) and the legacy stream handle; flags 0.
+    driver.check("cuStreamWaitEvent", unsafe {
+        (driver.api.cuStreamWaitEvent)(CU_STREAM_LEGACY as CuStream, event as CuEvent, 0)
+    })
 }
 
 /// Block the host until the work on `stream` is done.
@@ -318,6 +344,9 @@ mod tests {
                 Stream::new(0).unwrap_err(),
                 Error::CudaUnavailable { .. }
             ));
+            // SAFETY: without a driver the handle is never used.
+            let e = unsafe { wait_raw_event(0x1234, CUDA1) }.unwrap_err();
+            assert!(matches!(e, Error::CudaUnavailable { .. }));
         }
     }
 }

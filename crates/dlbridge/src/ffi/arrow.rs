@@ -880,7 +880,9 @@ impl<'a> Node<'a> {
     ///
     /// Reads the validity bitmap (buffer 0, which every layout dlbridge reads has) only when
     /// the producer's `null_count` does not already answer; a bitmap on a device the CPU cannot
-    /// read is an error unless the count is known.
+    /// read is an error unless the count is known. `n_buffers` is the number of buffers the
+    /// field's layout has (1 for a fixed-size list, 2 for a primitive array); a mismatch is an
+    /// error.
     pub fn count_nulls(self, start: i64, count: i64, n_buffers: usize) -> Result<i64> {
         let (length, offset) = self.extent()?;
         if start < 0 || count < 0 || start.checked_add(count).is_none_or(|end| end > length) {

@@ -74,6 +74,15 @@ impl ManagedTensor {
         ptr
     }
 
+    /// The versioned struct, for inspection (`None` for a legacy tensor). The pointer is valid
+    /// while `self` is alive.
+    pub fn as_versioned_ptr(&self) -> Option<*const DLManagedTensorVersioned> {
+        match self.0 {
+            Managed::Versioned(p) => Some(p.as_ptr()),
+            Managed::Legacy(_) => None,
+        }
+    }
+
     /// True for a versioned (DLPack >= 1.0) tensor.
     pub fn is_versioned(&self) -> bool {
         matches!(self.0, Managed::Versioned(_))

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::copy::Order;
+use crate::cuda;
 use crate::device::{Device, DeviceType};
 use crate::error::Error;
 use crate::ffi::dlpack::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
@@ -47,9 +48,10 @@ pub fn import(
     }
     // Objects that speak the Arrow C interface go through it, even when they also offer
     // __dlpack__ (pyarrow arrays do): it carries nulls (refused with a BufferError naming the
-    // fix), bit-packed booleans (unpacked by a copy) and the fixed_shape_tensor extension, which
-    // pyarrow's __dlpack__ refuses with TypeError or, for a permutation that is not its own
-    // inverse, lays out differently from the spec. Plain arrays are zero-copy either way.
+    // fix), bit-packed booleans (unpacked by a copy), fixed-size lists and the
+    // fixed_shape_tensor extension, which pyarrow's __dlpack__ refuses with TypeError or, for a
+    // permutation that is not its own inverse, exports with overlapping strides. Plain arrays
+    // are zero-copy and read-only either way.
     if let Some(protocol) = arrow::Protocol::first_offered(
         offers.arrow_device_array,
         offers.arrow_array,
@@ -112,20 +114,59 @@ fn import_dlpack(
         };
         return capsule::consume(&capsule);
     };
-    let method = obj.getattr(intern!(py, "__dlpack__"))?;
-    let max_version = (DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
-    let kwargs = PyDict::new(py);
-    kwargs.set_item(intern!(py, "max_version"), max_version)?;
     let (kind, id): (i32, i32) = obj
         .call_method0(intern!(py, "__dlpack_device__"))?
         .extract()?;
-    if Device::new(DeviceType(kind), id) != target {
-        kwargs.set_item(intern!(py, "dl_device"), (target.kind.0, target.id))?;
-        if let Some(c) = copy {
-            kwargs.set_item(intern!(py, "copy"), c)?;
+    let here = Device::new(DeviceType(kind), id);
+    let method = obj.getattr(intern!(py, "__dlpack__"))?;
+    let kwargs = PyDict::new(py);
+    kwargs.set_item(
+        intern!(py, "max_version"),
+        (DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION),
+    )?;
+    if here == target {
+        return call_dlpack(&method, &kwargs);
+    }
+    // Another device: the producer knows its memory best, so it is asked first (with `copy`
+    // passed on, and no stream: a host target needs a complete copy on return).
+    kwargs.set_item(intern!(py, "dl_device"), (target.kind.0, target.id))?;
+    if let Some(c) = copy {
+        kwargs.set_item(intern!(py, "copy"), c)?;
+    }
+    match call_dlpack(&method, &kwargs) {
+        Ok(tensor) => Ok(tensor),
+        // The producer cannot (or, being old, does not know how to): dlbridge makes the
+        // transfer itself when it can reach both devices; `apply_policy` copies.
+        Err(err)
+            if producer_refused(py, &err)
+                && copy != Some(false)
+                && cuda::route(here, target).is_ok() =>
+        {
+            kwargs.del_item(intern!(py, "dl_device"))?;
+            let _ = kwargs.del_item(intern!(py, "copy"));
+            call_dlpack(&method, &kwargs)
+        }
+        Err(err) => {
+            let reason = if copy == Some(false) {
+                "copy=False forbids the transfer".to_owned()
+            } else {
+                format!("the producer refused ({err}) and dlbridge cannot reach {target} from {here} itself")
+            };
+            let refused = PyBufferError::new_err(format!(
+                "cannot import data on {here} to {target}: {reason}; import it where it is (device=None) or copy it with the producer's own transfer function"
+            ));
+            refused.set_cause(py, Some(err));
+            Err(refused)
         }
     }
-    call_dlpack(&method, &kwargs)
+}
+
+/// The errors by which a producer declines a `dl_device` / `copy` request.
+fn producer_refused(py: Python<'_>, err: &PyErr) -> bool {
+    err.is_instance_of::<PyBufferError>(py)
+        || err.is_instance_of::<pyo3::exceptions::PyNotImplementedError>(py)
+        || err.is_instance_of::<pyo3::exceptions::PyValueError>(py)
+        || is_keyword_type_error(py, err)
 }
 
 /// Call `__dlpack__` with `kwargs`; an old producer that rejects the keywords is asked again
@@ -149,11 +190,20 @@ pub fn apply_policy(
 ) -> PyResult<Option<Tensor>> {
     if let Some(target) = device {
         if tensor.device() != target {
-            return Err(PyBufferError::new_err(format!(
-                "the data is on {} and cannot be moved to {target} by dlbridge here; ask the producer for that device or use device=\"{}\"",
-                tensor.device(),
-                tensor.device()
-            )));
+            if copy == Some(false) {
+                return Err(Error::CopyRequired {
+                    reason: format!(
+                        "the data is on {} and device={target} needs a transfer",
+                        tensor.device()
+                    ),
+                }
+                .into());
+            }
+            return Ok(Some(cuda::to_device(
+                tensor,
+                target,
+                cuda::StreamRequest::Default,
+            )?));
         }
     }
     match copy {

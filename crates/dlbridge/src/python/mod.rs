@@ -9,6 +9,7 @@ pub mod arrow;
 pub mod buffer;
 pub mod call;
 pub mod capsule;
+pub mod cuda_array_interface;
 pub mod errors;
 pub mod exchange;
 pub mod import;

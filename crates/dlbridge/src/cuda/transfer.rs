@@ -1,0 +1,616 @@
+//! Moving tensors between the host and CUDA devices, and ordering device work for consumers.
+//!
+//! The contract dlbridge keeps for the CUDA memory it holds: the data is ready on the **legacy
+//! default stream** of its device — because dlbridge asks producers for `stream=1` when it
+//! imports, and waits for a `__cuda_array_interface__` producer's stream — unless the tensor's
+//! memory is an allocation dlbridge filled asynchronously, which then carries a `ready` event.
+
+use std::sync::Arc;
+
+use crate::copy::{copy_into, HostBuffer, Order};
+use crate::device::{Device, DeviceType};
+use crate::error::{Error, Result};
+use crate::ffi::managed::Described;
+use crate::layout::Layout;
+use crate::tensor::{Owner, Tensor};
+
+use super::driver::{driver, Context, CuDevicePtr, CuStream, Driver, CU_STREAM_LEGACY};
+use super::memory::{AllocKind, Allocation};
+use super::stream::{is_capturing, synchronize, Event, StreamRequest};
+
+/// How dlbridge moves data from one device to another (see [`route`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// Host-readable source into host memory (CPU, or CUDA pinned / managed memory): the host
+    /// copy kernels.
+    HostToHost,
+    /// Host-readable source into CUDA device memory: `cuMemcpyHtoD`.
+    HostToDevice,
+    /// CUDA device memory into host memory: `cuMemcpyDtoH`.
+    DeviceToHost,
+    /// CUDA device memory into device or managed memory: `cuMemcpyDtoD` / `cuMemcpyPeer`.
+    DeviceToDevice,
+}
+
+impl Route {
+    /// True when the route needs the CUDA driver (all but a copy from host memory to the CPU).
+    pub fn needs_driver(self, to: Device) -> bool {
+        !(self == Route::HostToHost && to.kind == DeviceType::CPU)
+    }
+}
+
+/// Where data of `device` can be read from.
+fn readable(device: Device) -> Option<bool> {
+    match device.kind {
+        // Host-readable memory: plain, pinned (CUDA or ROCm) and managed.
+        _ if device.is_host_accessible() => Some(true),
+        DeviceType::CUDA => Some(false),
+        _ => None,
+    }
+}
+
+/// The route from `from` to `to`, decided from the device types alone (no driver call).
+///
+/// Reachable: the CPU and CUDA pinned, managed and device memory, in every direction (ROCm
+/// pinned memory as a source only, being host memory). Anything else is an
+/// [`Error::UnsupportedDevice`] (BufferError) that says to ask the producer.
+pub fn route(from: Device, to: Device) -> Result<Route> {
+    let unsupported = |reason: &str| Error::UnsupportedDevice {
+        from,
+        to,
+        reason: reason.to_owned(),
+    };
+    let host_source = readable(from).ok_or_else(|| {
+        unsupported("dlbridge can read only host memory and CUDA memory; ask the producer for the device (from_dlpack(x, device=...)) or use its own transfer function")
+    })?;
+    match (host_source, to.kind) {
+        (true, DeviceType::CPU | DeviceType::CUDA_HOST | DeviceType::CUDA_MANAGED) => {
+            Ok(Route::HostToHost)
+        }
+        (true, DeviceType::CUDA) => Ok(Route::HostToDevice),
+        (false, DeviceType::CPU | DeviceType::CUDA_HOST) => Ok(Route::DeviceToHost),
+        (false, DeviceType::CUDA | DeviceType::CUDA_MANAGED) => Ok(Route::DeviceToDevice),
+        _ => Err(unsupported(
+            "dlbridge can allocate only host memory and CUDA memory; ask the producer for the device",
+        )),
+    }
+}
+
+/// A copy of `src` on device `to`, C-contiguous, writable, with `is_copied` set.
+///
+/// Synchronisation (the array API asks to document it):
+/// - results in host memory (`cpu`, `cuda_host`, `cuda_managed` from a host source) are
+///   complete on return;
+/// - host → device copies are enqueued on `stream` (the legacy default stream for `Default` and
+///   `NoSync`) and complete on return (the host source may be freed right after);
+/// - device → device copies are asynchronous: enqueued on `stream`, and the result carries an
+///   event that [`order_for_consumer`] and every later dlbridge copy wait for; the source is
+///   kept alive until the result is dropped.
+///
+/// Non-contiguous device tensors are gathered through the host: dlbridge runs no device code.
+/// Reading a non-contiguous device tensor transfers the whole byte span it covers.
+pub fn to_device(src: &Tensor, to: Device, stream: StreamRequest) -> Result<Tensor> {
+    match route(src.device(), to)? {
+        Route::HostToHost if to.kind == DeviceType::CPU => {
+            wait_host_readable(src)?;
+            src.copy(Order::C)
+        }
+        Route::HostToHost => host_to_driver_memory(src, to),
+        Route::HostToDevice => host_to_device(src, to, stream),
+        Route::DeviceToHost => device_to_host(src, to, stream),
+        Route::DeviceToDevice => device_to_device(src, to, stream),
+    }
+}
+
+/// A C-contiguous host (CPU) copy of `src`, complete on return: `copy_to_host` for CUDA
+/// tensors, a plain host copy for host-accessible ones.
+pub fn copy_to_host(src: &Tensor) -> Result<Tensor> {
+    to_device(src, Device::CPU, StreamRequest::Default)
+}
+
+/// A C-contiguous copy of `src` on `device`, enqueued on the legacy default stream (see
+/// [`to_device`] for when it completes).
+pub fn copy_to_device(src: &Tensor, device: Device) -> Result<Tensor> {
+    to_device(src, device, StreamRequest::Default)
+}
+
+/// Make work that a consumer submits on `consumer` after this call see every write to
+/// `tensor` dlbridge knows of — the producer's duty under DLPack's stream rules (§7):
+///
+/// - `NoSync` (`-1`), and data that is not CUDA memory: nothing;
+/// - data dlbridge filled asynchronously: `consumer` waits for its `ready` event;
+/// - other CUDA device data (ready on the legacy default stream): nothing for the legacy
+///   default stream, otherwise an event recorded on the legacy default stream that `consumer`
+///   waits for — on the device, the host never blocks.
+///
+/// While `consumer` is being captured into a CUDA graph nothing is enqueued (that would
+/// invalidate the capture): pending dlbridge copies are waited for on the host instead, and
+/// data ready on the legacy default stream is, by then, already complete for the capture.
+pub fn order_for_consumer(tensor: &Tensor, consumer: StreamRequest) -> Result<()> {
+    let kind = tensor.device().kind;
+    if !matches!(
+        kind,
+        DeviceType::CUDA | DeviceType::CUDA_HOST | DeviceType::CUDA_MANAGED
+    ) {
+        return Ok(());
+    }
+    let Some(stream) = consumer.cu_stream() else {
+        return Ok(());
+    };
+    if let Some(ready) = ready_event(tensor) {
+        let driver = driver()?;
+        return if is_capturing(driver, stream).unwrap_or(true) {
+            ready.synchronize()
+        } else {
+            ready.wait_on(stream)
+        };
+    }
+    if consumer.is_legacy() || kind != DeviceType::CUDA {
+        return Ok(());
+    }
+    let driver = driver()?;
+    if is_capturing(driver, stream).unwrap_or(true) {
+        return Ok(());
+    }
+    let ctx = driver.primary_context(tensor.device().id)?;
+    let _guard = driver.enter(ctx)?;
+    let event = Event::new_in(driver, ctx)?;
+    event.record(CU_STREAM_LEGACY as CuStream)?;
+    event.wait_on(stream)
+}
+
+/// Adopt a producer's stream (the `stream` key of `__cuda_array_interface__`): make the legacy
+/// default stream of `device` wait for the work enqueued so far on `producer`, so the data is
+/// ready on the legacy default stream like all CUDA data dlbridge holds. `Default` (the legacy
+/// stream itself) and `NoSync` need nothing.
+pub fn adopt_producer_stream(device: Device, producer: StreamRequest) -> Result<()> {
+    let stream = match producer {
+        StreamRequest::Default | StreamRequest::NoSync => return Ok(()),
+        other => other.copy_stream(),
+    };
+    let driver = driver()?;
+    let ordinal = if device.kind == DeviceType::CUDA {
+        device.id
+    } else {
+        0
+    };
+    let ctx = driver.primary_context(ordinal)?;
+    let _guard = driver.enter(ctx)?;
+    let event = Event::new_in(driver, ctx)?;
+    event.record(stream)?;
+    event.wait_on(CU_STREAM_LEGACY as CuStream)
+}
+
+/// Validate the `stream` of a transfer from `from` to `to` (`to_device(device, stream=...)`,
+/// `__dlpack__(dl_device=..., stream=...)`): the stream belongs to the CUDA side of the
+/// transfer — the destination when it is CUDA memory, else the source — and follows that
+/// device's rules ([`parse_stream`](super::parse_stream)). A transfer between host memories
+/// takes only `None` (or `-1`).
+pub fn transfer_stream(from: Device, to: Device, stream: Option<i64>) -> Result<StreamRequest> {
+    let cuda_like = |d: Device| {
+        matches!(
+            d.kind,
+            DeviceType::CUDA | DeviceType::CUDA_HOST | DeviceType::CUDA_MANAGED
+        )
+    };
+    let side = if cuda_like(to) || !cuda_like(from) {
+        to
+    } else {
+        from
+    };
+    super::parse_stream(side, stream)
+}
+
+/// The stream a copy is enqueued on, as a request and a handle: the requested one, or the
+/// legacy default stream for `NoSync` (a copy always needs a stream).
+fn copy_stream(stream: StreamRequest) -> (StreamRequest, CuStream) {
+    let request = match stream {
+        StreamRequest::NoSync => StreamRequest::Default,
+        other => other,
+    };
+    (request, request.copy_stream())
+}
+
+/// The `ready` event of memory dlbridge filled asynchronously.
+fn ready_event(tensor: &Tensor) -> Option<&Event> {
+    tensor
+        .owner()
+        .downcast_ref::<Allocation>()
+        .and_then(|a| a.ready.as_ref())
+}
+
+/// Before the host reads `tensor` (managed memory dlbridge filled asynchronously).
+fn wait_host_readable(tensor: &Tensor) -> Result<()> {
+    ready_event(tensor).map_or(Ok(()), Event::synchronize)
+}
+
+/// The context to allocate memory of device `to` in: the primary context of its ordinal
+/// (ordinal 0 for pinned and managed memory, whose DLPack id is 0).
+fn context_for(driver: &'static Driver, to: Device) -> Result<Context> {
+    let ordinal = if to.kind == DeviceType::CUDA {
+        to.id
+    } else {
+        0
+    };
+    driver.primary_context(ordinal)
+}
+
+fn alloc_kind(to: Device) -> AllocKind {
+    match to.kind {
+        DeviceType::CUDA_HOST => AllocKind::Pinned,
+        DeviceType::CUDA_MANAGED => AllocKind::Managed,
+        _ => AllocKind::Device,
+    }
+}
+
+/// A C-contiguous tensor of `like`'s dtype and shape on `to`, over `data` kept alive by
+/// `owner` (NULL and a unit owner for zero bytes).
+///
+/// `data` must be a fresh allocation of `like.nbytes()` bytes on `to` (or NULL for none),
+/// laid out C-contiguously, writable and aliased by nothing else.
+fn wrap(like: &Tensor, to: Device, data: usize, owner: Owner) -> Result<Tensor> {
+    let layout = Layout::contiguous(like.shape(), like.itemsize())?;
+    Ok(Tensor::from_described(
+        Described {
+            data: data as *mut std::ffi::c_void,
+            byte_offset: 0,
+            device: to,
+            dtype: like.dtype(),
+            layout,
+            readonly: false,
+            is_copied: true,
+            subbyte_padded: like.subbyte_padded(),
+        },
+        owner,
+    ))
+}
+
+/// Fresh driver memory of `to` for `nbytes`, or `None` for zero bytes.
+fn allocate(driver: &'static Driver, to: Device, nbytes: usize) -> Result<Option<Allocation>> {
+    if nbytes == 0 {
+        return Ok(None);
+    }
+    Allocation::new(driver, context_for(driver, to)?, alloc_kind(to), nbytes).map(Some)
+}
+
+fn owned(alloc: Option<Allocation>) -> (usize, Owner) {
+    match alloc {
+        Some(a) => (a.ptr() as usize, Arc::new(a)),
+        None => (0, Arc::new(())),
+    }
+}
+
+/// Host-readable source into pinned or managed memory, with the host copy kernels.
+fn host_to_driver_memory(src: &Tensor, to: Device) -> Result<Tensor> {
+    let driver = driver()?;
+    wait_host_readable(src)?;
+    let (data, owner) = owned(allocate(driver, to, src.nbytes())?);
+    let dst = wrap(src, to, data, owner)?;
+    // SAFETY: `dst` is fresh host-accessible memory nobody else can reach yet.
+    unsafe { copy_into(&dst, src) }?;
+    Ok(dst)
+}
+
+fn host_to_device(src: &Tensor, to: Device, stream: StreamRequest) -> Result<Tensor> {
+    let driver = driver()?;
+    wait_host_readable(src)?;
+    let src = src.contiguous()?;
+    let nbytes = src.nbytes();
+    let alloc = allocate(driver, to, nbytes)?;
+    if let Some(a) = &alloc {
+        let _guard = driver.enter(context_for(driver, to)?)?;
+        let (_, s) = copy_stream(stream);
+        // SAFETY: `nbytes` host-readable bytes at the C-contiguous source, into a fresh device
+        // allocation of that size; the stream is synchronised before `src` can go away.
+        driver.check("cuMemcpyHtoDAsync_v2", unsafe {
+            (driver.api.cuMemcpyHtoDAsync_v2)(a.ptr(), src.data_ptr() as *const _, nbytes, s)
+        })?;
+        synchronize(driver, s)?;
+    }
+    let (data, owner) = owned(alloc);
+    wrap(&src, to, data, owner)
+}
+
+fn device_to_host(src: &Tensor, to: Device, stream: StreamRequest) -> Result<Tensor> {
+    let driver = driver()?;
+    let item = src.itemsize();
+    let contiguous = src.is_c_contiguous();
+    // The bytes to transfer: the tensor itself, or the whole span its strides cover.
+    let (start, span) = if contiguous {
+        (src.data_ptr(), src.nbytes())
+    } else {
+        let lo = src.layout().min_offset();
+        let hi = src.layout().max_offset();
+        let start = (src.data_ptr() as i128 + i128::from(lo) * item as i128) as usize;
+        (start, ((hi - lo + 1) as usize) * item)
+    };
+    let into_pinned = contiguous && to.kind == DeviceType::CUDA_HOST;
+    let (dst_ptr, keep): (usize, Keep) = if src.size() == 0 {
+        (0, Keep::Nothing)
+    } else if into_pinned {
+        let a = allocate(driver, to, span)?.expect("non-empty");
+        (a.ptr() as usize, Keep::Driver(a))
+    } else {
+        // SAFETY: the whole buffer is written by the transfer below before anything reads it;
+        // on failure it is dropped unread.
+        let mut b = unsafe { HostBuffer::uninit(span) }?;
+        (b.as_mut_ptr() as usize, Keep::Host(b))
+    };
+    if span > 0 && src.size() > 0 {
+        let ctx = driver.primary_context(src.device().id)?;
+        let _guard = driver.enter(ctx)?;
+        let (request, s) = copy_stream(stream);
+        order_for_consumer(src, request)?;
+        // SAFETY: `span` bytes of device memory starting at `start` (the layout was validated),
+        // into `span` writable host bytes; the stream is synchronised before returning.
+        driver.check("cuMemcpyDtoHAsync_v2", unsafe {
+            (driver.api.cuMemcpyDtoHAsync_v2)(dst_ptr as *mut _, start as CuDevicePtr, span, s)
+        })?;
+        synchronize(driver, s)?;
+    }
+    match keep {
+        Keep::Nothing => wrap(src, to, 0, Arc::new(())),
+        Keep::Driver(a) => wrap(src, to, dst_ptr, Arc::new(a)),
+        Keep::Host(b) if contiguous && to.kind == DeviceType::CPU => {
+            let layout = Layout::contiguous(src.shape(), item)?;
+            Ok(crate::copy::tensor_from_buffer(
+                b,
+                src.dtype(),
+                layout,
+                src.subbyte_padded(),
+            ))
+        }
+        Keep::Host(b) => {
+            // A host view of the staged span with the source's strides, then a dense copy.
+            let first = (src.data_ptr() - start) as u64;
+            // SAFETY: the staging buffer holds the whole span, so the source layout from
+            // `first` reaches only its bytes; it is initialised and kept alive by the owner.
+            let staged = unsafe {
+                Tensor::from_raw_parts(
+                    dst_ptr as *mut std::ffi::c_void,
+                    first,
+                    Device::CPU,
+                    src.dtype(),
+                    src.layout().clone(),
+                    false,
+                    false,
+                    Arc::new(b),
+                )
+            }?;
+            if to.kind == DeviceType::CPU {
+                staged.copy(Order::C)
+            } else {
+                host_to_driver_memory(&staged, to)
+            }
+        }
+    }
+}
+
+/// What holds the destination of a device → host transfer.
+enum Keep {
+    Nothing,
+    Host(HostBuffer),
+    Driver(Allocation),
+}
+
+fn device_to_device(src: &Tensor, to: Device, stream: StreamRequest) -> Result<Tensor> {
+    if !src.is_c_contiguous() {
+        // No device kernels in dlbridge: gather through the host.
+        let host = device_to_host(src, Device::CPU, stream)?;
+        return to_device(&host, to, stream);
+    }
+    let driver = driver()?;
+    let nbytes = src.nbytes();
+    let Some(mut alloc) = allocate(driver, to, nbytes)? else {
+        return wrap(src, to, 0, Arc::new(()));
+    };
+    let dst_ctx = context_for(driver, to)?;
+    let src_ctx = driver.primary_context(src.device().id)?;
+    let _guard = driver.enter(dst_ctx)?;
+    let (request, s) = copy_stream(stream);
+    order_for_consumer(src, request)?;
+    let from = src.data_ptr() as CuDevicePtr;
+    if dst_ctx == src_ctx {
+        // SAFETY: `nbytes` device bytes of the C-contiguous source into the fresh allocation,
+        // enqueued on `s`; the source is kept alive (below) until the copy is done.
+        driver.check("cuMemcpyDtoDAsync_v2", unsafe {
+            (driver.api.cuMemcpyDtoDAsync_v2)(alloc.ptr(), from, nbytes, s)
+        })?;
+    } else {
+        // SAFETY: as above, across devices, each pointer with its own context.
+        driver.check("cuMemcpyPeerAsync", unsafe {
+            (driver.api.cuMemcpyPeerAsync)(alloc.ptr(), dst_ctx.0, from, src_ctx.0, nbytes, s)
+        })?;
+    }
+    let ready = Event::new_in(driver, dst_ctx)?;
+    ready.record(s)?;
+    alloc.ready = Some(ready);
+    alloc.keep_alive = Some(src.clone());
+    let data = alloc.ptr() as usize;
+    wrap(src, to, data, Arc::new(alloc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev(kind: DeviceType, id: i32) -> Device {
+        Device::new(kind, id)
+    }
+
+    #[test]
+    fn routes() {
+        use DeviceType as T;
+        use Route::*;
+        let cuda0 = dev(T::CUDA, 0);
+        let cuda1 = dev(T::CUDA, 1);
+        let pinned = dev(T::CUDA_HOST, 0);
+        let managed = dev(T::CUDA_MANAGED, 0);
+        assert_eq!(route(Device::CPU, Device::CPU).unwrap(), HostToHost);
+        assert_eq!(route(Device::CPU, cuda1).unwrap(), HostToDevice);
+        assert_eq!(route(cuda1, Device::CPU).unwrap(), DeviceToHost);
+        assert_eq!(route(cuda0, cuda1).unwrap(), DeviceToDevice);
+        assert_eq!(route(pinned, Device::CPU).unwrap(), HostToHost);
+        assert_eq!(route(managed, Device::CPU).unwrap(), HostToHost);
+        assert_eq!(route(managed, cuda0).unwrap(), HostToDevice);
+        assert_eq!(route(Device::CPU, managed).unwrap(), HostToHost);
+        assert_eq!(route(cuda0, managed).unwrap(), DeviceToDevice);
+        assert_eq!(route(cuda0, pinned).unwrap(), DeviceToHost);
+        assert_eq!(
+            route(dev(T::ROCM_HOST, 0), Device::CPU).unwrap(),
+            HostToHost
+        );
+        assert!(!HostToHost.needs_driver(Device::CPU));
+        assert!(HostToHost.needs_driver(pinned));
+        assert!(HostToDevice.needs_driver(cuda0));
+        for (from, to) in [
+            (dev(T::ONEAPI, 0), Device::CPU),
+            (Device::CPU, dev(T::ONEAPI, 0)),
+            (dev(T::ROCM, 0), Device::CPU),
+            (cuda0, dev(T::ROCM, 0)),
+            (Device::CPU, dev(T::ROCM_HOST, 0)),
+            (dev(T(99), 0), Device::CPU),
+        ] {
+            let e = route(from, to).unwrap_err();
+            assert!(matches!(e, Error::UnsupportedDevice { .. }), "{e}");
+            assert_eq!(e.kind(), crate::ErrorKind::Buffer);
+        }
+    }
+
+    #[test]
+    fn transfer_streams_follow_the_cuda_side() {
+        let cuda1 = dev(DeviceType::CUDA, 1);
+        assert_eq!(
+            transfer_stream(Device::CPU, cuda1, Some(2)).unwrap(),
+            StreamRequest::PerThread
+        );
+        assert_eq!(
+            transfer_stream(cuda1, Device::CPU, Some(7)).unwrap(),
+            StreamRequest::Handle(7)
+        );
+        assert!(transfer_stream(cuda1, Device::CPU, Some(0)).is_err());
+        assert!(transfer_stream(Device::CPU, Device::CPU, Some(5)).is_err());
+        assert_eq!(
+            transfer_stream(Device::CPU, Device::CPU, None).unwrap(),
+            StreamRequest::Default
+        );
+    }
+
+    #[test]
+    fn host_copies_need_no_driver() {
+        let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap();
+        let c = copy_to_host(&t.transposed()).unwrap();
+        assert_eq!(c.as_slice::<f32>().unwrap(), &[1.0, 3.0, 2.0, 4.0]);
+        assert!(c.is_copied() && c.device() == Device::CPU);
+        // CPU data needs no ordering for any consumer.
+        order_for_consumer(&t, StreamRequest::Handle(1234)).unwrap();
+    }
+
+    #[test]
+    fn without_a_driver_cuda_is_a_typed_error() {
+        if driver().is_ok() {
+            return; // a machine with CUDA: covered by the GPU tests
+        }
+        let t = Tensor::from_vec(vec![1u8, 2, 3], &[3]).unwrap();
+        for to in [
+            dev(DeviceType::CUDA, 0),
+            dev(DeviceType::CUDA_HOST, 0),
+            dev(DeviceType::CUDA_MANAGED, 0),
+        ] {
+            let e = copy_to_device(&t, to).unwrap_err();
+            assert!(matches!(e, Error::CudaUnavailable { .. }), "{e}");
+        }
+        assert!(matches!(
+            adopt_producer_stream(dev(DeviceType::CUDA, 0), StreamRequest::Handle(77)),
+            Err(Error::CudaUnavailable { .. })
+        ));
+        adopt_producer_stream(dev(DeviceType::CUDA, 0), StreamRequest::Default).unwrap();
+    }
+
+    /// A device tensor described without memory behind it (no driver needed to build one).
+    fn fake_device_tensor() -> Tensor {
+        let layout = Layout::contiguous(&[4], 4).unwrap();
+        // SAFETY: never dereferenced on the host: the tests only ask for ordering and copies,
+        // which fail before touching it when there is no driver.
+        unsafe {
+            Tensor::from_raw_parts(
+                0x1000 as *mut std::ffi::c_void,
+                0,
+                dev(DeviceType::CUDA, 0),
+                crate::DType::FLOAT32,
+                layout,
+                false,
+                false,
+                Arc::new(()),
+            )
+        }
+        .unwrap()
+    }
+
+    #[test]
+    fn ordering_decisions_without_a_driver() {
+        if driver().is_ok() {
+            return;
+        }
+        let t = fake_device_tensor();
+        // -1 and the legacy default stream need no driver call at all.
+        order_for_consumer(&t, StreamRequest::NoSync).unwrap();
+        order_for_consumer(&t, StreamRequest::Default).unwrap();
+        // Another stream needs an event: a typed error without a driver.
+        assert!(matches!(
+            order_for_consumer(&t, StreamRequest::PerThread),
+            Err(Error::CudaUnavailable { .. })
+        ));
+        assert!(matches!(
+            copy_to_host(&t),
+            Err(Error::CudaUnavailable { .. })
+        ));
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn round_trip_through_the_gpu() {
+        let t = Tensor::from_vec((0..64).map(|x| x as f32).collect(), &[8, 8]).unwrap();
+        let cuda0 = dev(DeviceType::CUDA, 0);
+        let d = copy_to_device(&t.transposed(), cuda0).unwrap();
+        assert_eq!(d.device(), cuda0);
+        assert!(d.is_copied() && d.is_c_contiguous());
+        let dd = to_device(&d, cuda0, StreamRequest::PerThread).unwrap();
+        let h = copy_to_host(&dd).unwrap();
+        assert_eq!(
+            h.to_vec::<f32>().unwrap(),
+            t.transposed().to_vec::<f32>().unwrap()
+        );
+        // A strided device view is gathered through the host.
+        let back = copy_to_host(&d.transposed()).unwrap();
+        assert_eq!(back.to_vec::<f32>().unwrap(), t.to_vec::<f32>().unwrap());
+        for kind in [DeviceType::CUDA_HOST, DeviceType::CUDA_MANAGED] {
+            let m = copy_to_device(&d, dev(kind, 0)).unwrap();
+            assert_eq!(m.to_vec::<f32>().unwrap(), h.to_vec::<f32>().unwrap());
+        }
+        assert_eq!(
+            super::super::device_of_pointer(d.data_ptr()).unwrap(),
+            cuda0
+        );
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn consumer_streams_wait_for_pending_copies() {
+        let t = Tensor::from_vec(vec![7u8; 1 << 20], &[1 << 20]).unwrap();
+        let cuda0 = dev(DeviceType::CUDA, 0);
+        let d = copy_to_device(&t, cuda0).unwrap();
+        let producer = super::super::Stream::new(0).unwrap();
+        let dd = to_device(&d, cuda0, producer.request()).unwrap();
+        let consumer = super::super::Stream::new(0).unwrap();
+        order_for_consumer(&dd, consumer.request()).unwrap();
+        order_for_consumer(&dd, StreamRequest::NoSync).unwrap();
+        consumer.synchronize().unwrap();
+        assert!(copy_to_host(&dd)
+            .unwrap()
+            .as_slice::<u8>()
+            .unwrap()
+            .iter()
+            .all(|x| *x == 7));
+    }
+}

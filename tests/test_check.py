@@ -1,0 +1,161 @@
+"""The conformance checker (``python -m dlbridge check``): runs, JSON schema, exit status,
+isolation of crashes and hangs. Kept fast: NumPy (and torch when installed) with a few cases."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("numpy")
+
+STATUSES = {"pass", "fail", "error", "crash", "timeout", "unsupported"}
+FAST = "dtype/float32,dtype/bool,layout/transposed,layout/neg_cols,readonly/contiguous,copy/false,capsule/consumed,hostile/major2"
+
+
+def run_check(tmp_path, *args: str, env: dict | None = None, timeout: float = 240):
+    out_json = tmp_path / "report.json"
+    out_html = tmp_path / "report.html"
+    cmd = [sys.executable, "-m", "dlbridge", "check", "--json", str(out_json), "--html", str(out_html), "-q", *args]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+    )
+    doc = json.loads(out_json.read_text()) if out_json.exists() else None
+    page = out_html.read_text() if out_html.exists() else None
+    return proc, doc, page
+
+
+def assert_schema(doc: dict) -> None:
+    for key in ("dlbridge_version", "python", "libraries", "results", "summary"):
+        assert key in doc, key
+    assert isinstance(doc["libraries"], dict) and "numpy" in doc["libraries"]
+    assert doc["results"], "no results"
+    for r in doc["results"]:
+        for key in ("case", "refs", "producer", "consumer", "route", "status", "detail"):
+            assert key in r, (key, r)
+        assert r["route"] in ("direct", "dlbridge")
+        assert r["status"] in STATUSES, r
+        assert isinstance(r["refs"], list) and all(re.fullmatch(r"C\d+", x) for x in r["refs"]), r
+        assert isinstance(r["detail"], str)
+        assert r.get("fault") in (None, "dlbridge", "producer", "consumer", "peers", "checker"), r
+    s = doc["summary"]
+    assert s["exit_status"] in (0, 1)
+    assert set(s["by_route"]) == {"direct", "dlbridge"}
+    assert sum(s["by_route"]["direct"].values()) + sum(s["by_route"]["dlbridge"].values()) == len(doc["results"])
+
+
+def test_numpy_only(tmp_path):
+    proc, doc, page = run_check(tmp_path, "--libraries", "numpy", "--cases", FAST)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert doc is not None, proc.stderr
+    assert_schema(doc)
+    # the exit status says whether dlbridge itself failed, and matches the JSON
+    dlb_fail = [r for r in doc["results"] if r.get("fault") == "dlbridge" and r["status"] in ("fail", "error", "crash", "timeout")]
+    assert proc.returncode == (1 if dlb_fail else 0) == doc["summary"]["exit_status"], dlb_fail
+    assert doc["summary"]["exit_status"] == 0, dlb_fail  # these cases must pass through dlbridge
+    # numpy, the reference producer/consumer and Python's memoryview take part
+    producers = {r["producer"] for r in doc["results"]}
+    assert {"numpy", "dlpack-ref", "python"} <= producers
+    assert {r["consumer"] for r in doc["results"]} == {"numpy", "dlpack-ref"}
+    by = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in doc["results"]}
+    assert by[("numpy", "numpy", "dtype/float32", "direct")]["status"] == "pass"
+    assert by[("numpy", "numpy", "dtype/float32", "dlbridge")]["status"] == "pass"
+    # dlbridge refuses an unknown major version (C17) and calls the deleter
+    assert by[("dlpack-ref", "numpy", "hostile/major2", "dlbridge")]["status"] == "pass"
+    # a read-only numpy array stays read-only through dlbridge into numpy (C14)
+    assert by[("numpy", "numpy", "readonly/contiguous", "dlbridge")]["status"] == "pass"
+    assert by[("numpy", "numpy", "readonly/contiguous", "dlbridge")]["refs"] == ["C12", "C14", "C15", "C16"]
+    # the memoryview has no __dlpack__: numpy cannot take it, dlbridge can
+    assert by[("python", "numpy", "dtype/float32", "direct")]["status"] == "unsupported"
+    assert by[("python", "numpy", "dtype/float32", "dlbridge")]["status"] == "pass"
+    # terminal summary: versions, both matrices, the verdict
+    assert "numpy" in proc.stdout and doc["libraries"]["numpy"] in proc.stdout
+    assert "Direct:" in proc.stdout and "Through dlbridge:" in proc.stdout
+    assert "dlbridge itself failed no case" in proc.stdout
+    # the HTML page is self-contained
+    assert page is not None and page.startswith("<!doctype html>")
+    assert "<script src" not in page and "<link" not in page and "http://" not in page and "https://" not in page
+    assert "dtype/float32" in page
+
+
+def test_numpy_torch(tmp_path):
+    pytest.importorskip("torch")
+    proc, doc, _ = run_check(tmp_path, "--libraries", "numpy,torch", "--cases", "readonly/contiguous,dtype/float32,layout/neg_cols")
+    assert doc is not None, proc.stderr
+    assert_schema(doc)
+    assert set(doc["libraries"]) >= {"numpy", "torch"}
+    by = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in doc["results"]}
+    assert by[("torch", "numpy", "dtype/float32", "direct")]["status"] == "pass"
+    assert by[("numpy", "torch", "dtype/float32", "dlbridge")]["status"] == "pass"
+    # torch cannot be read-only: aliasing a read-only numpy array is a failure of the pair (C15/C16),
+    # never dlbridge's (it exports the READ_ONLY flag), so it does not change the exit status
+    ro = by[("numpy", "torch", "readonly/contiguous", "direct")]
+    if ro["status"] == "fail":
+        assert ro["fault"] != "dlbridge" and "read-only" in ro["detail"]
+    ro_dlb = by[("numpy", "torch", "readonly/contiguous", "dlbridge")]
+    assert ro_dlb.get("fault") != "dlbridge", ro_dlb
+    # torch cannot express negative strides as a producer
+    assert by[("torch", "numpy", "layout/neg_cols", "direct")]["status"] == "unsupported"
+    assert proc.returncode == doc["summary"]["exit_status"]
+
+
+def test_crash_and_hang_are_isolated(tmp_path):
+    # a simulated abort and a simulated hang inside dlbridge.from_dlpack are recorded as such,
+    # the other cases still run, and dlbridge's crash makes the exit status 1
+    env = {"DLBRIDGE_CHECK_TEST_CRASH": "numpy|numpy|dtype/int8", "DLBRIDGE_CHECK_TEST_HANG": "numpy|numpy|dtype/int16"}
+    proc, doc, _ = run_check(
+        tmp_path, "--libraries", "numpy", "--cases", "dtype/int8,dtype/int16,dtype/int32", "--timeout", "2", "--jobs", "2",
+        env=env,
+    )
+    assert doc is not None, proc.stderr
+    assert_schema(doc)
+    by = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in doc["results"]}
+    crash = by[("numpy", "numpy", "dtype/int8", "dlbridge")]
+    assert crash["status"] == "crash" and crash["fault"] == "dlbridge" and "SIGABRT" in crash["detail"]
+    hang = by[("numpy", "numpy", "dtype/int16", "dlbridge")]
+    assert hang["status"] == "timeout" and hang["fault"] == "dlbridge"
+    assert by[("numpy", "numpy", "dtype/int32", "dlbridge")]["status"] == "pass"
+    assert by[("numpy", "numpy", "dtype/int8", "direct")]["status"] == "pass"
+    assert proc.returncode == 1 and doc["summary"]["exit_status"] == 1
+    assert "dtype/int8" in proc.stdout
+
+
+def test_cli_errors_and_listing():
+    bad = subprocess.run([sys.executable, "-m", "dlbridge", "check", "--libraries", "nosuchlib"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown libraries" in bad.stderr
+    lst = subprocess.run([sys.executable, "-m", "dlbridge", "check", "--list-cases"], capture_output=True, text=True)
+    assert lst.returncode == 0 and "capsule/consumed" in lst.stdout and "C18" in lst.stdout
+    usage = subprocess.run([sys.executable, "-m", "dlbridge"], capture_output=True, text=True)
+    assert usage.returncode == 2 and "check" in usage.stdout
+
+
+def test_catalog_covers_named_rows():
+    from dlbridge.check.cases import CASES, NOT_COVERED
+
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids))
+    refs = {r for c in CASES for r in c.refs}
+    # every CASES.md row is either exercised by some case or explained
+    for i in range(1, 57):
+        assert f"C{i}" in refs or f"C{i}" in NOT_COVERED, f"C{i}"
+    for c in CASES:
+        assert c.feature and c.title
+
+
+def test_summary_exit_status():
+    from dlbridge.check import report
+
+    base = {"case": "dtype/float32", "refs": [], "producer": "numpy", "consumer": "numpy", "detail": "x", "check": None}
+    ok = [
+        {**base, "route": "direct", "status": "fail", "fault": "peers"},
+        {**base, "route": "dlbridge", "status": "pass", "fault": None},
+    ]
+    s = report.summarize(ok, {}, 1.0, ["numpy"], ["numpy"])
+    assert s["exit_status"] == 0
+    bad = ok + [{**base, "case": "layout/transposed", "route": "dlbridge", "status": "error", "fault": "dlbridge"}]
+    s = report.summarize(bad, {}, 1.0, ["numpy"], ["numpy"])
+    assert s["exit_status"] == 1 and s["dlbridge_failure_cases"] == ["layout/transposed"]
