@@ -244,6 +244,11 @@ impl PyTensor {
             }
         };
         let request = parse_stream(target, stream)?;
+        if target.kind == DeviceType::CPU && target.id != 0 {
+            return Err(PyBufferError::new_err(format!(
+                "dl_device={target} does not exist: DLPack numbers the host CPU 0"
+            )));
+        }
         if target != own && copy == Some(false) {
             return Err(PyBufferError::new_err(format!(
                 "the data is on {own}; exporting it to {target} needs a copy, which copy=False forbids"

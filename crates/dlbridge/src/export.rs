@@ -106,20 +106,13 @@ unsafe extern "C" fn delete_legacy(managed: *mut DLManagedTensor) {
     drop(unsafe { Box::from_raw(managed.cast::<Block<DLManagedTensor>>()) });
 }
 
-/// Devices whose `data` is a real address, so the first element can be put in `data` with
-/// `byte_offset = 0`. For the others (OpenCL, Metal, Vulkan, unknown) `data` may be an opaque
-/// handle and the offset must stay in `byte_offset`.
+/// Host memory, where `data` is a plain address: exports put the first element in `data` with
+/// `byte_offset = 0`, the convention every host consumer accepts. Device memory is re-exported
+/// exactly as received (`data`, `byte_offset`): `data` may be an opaque handle (OpenCL,
+/// Metal, Vulkan) or an allocation base that the consumer resolves (dpctl's USM pointers,
+/// which must not be moved past elements that negative strides reach).
 fn has_pointer_data(kind: DeviceType) -> bool {
-    matches!(
-        kind,
-        DeviceType::CPU
-            | DeviceType::CUDA
-            | DeviceType::CUDA_HOST
-            | DeviceType::CUDA_MANAGED
-            | DeviceType::ROCM
-            | DeviceType::ROCM_HOST
-            | DeviceType::ONEAPI
-    )
+    kind.is_host_accessible()
 }
 
 /// `data` and `byte_offset` to publish: the first element with offset 0 where `data` is an

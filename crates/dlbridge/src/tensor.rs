@@ -240,6 +240,16 @@ impl Tensor {
         self
     }
 
+    /// A copy that no one else aliases (`is_copied`) made writable: the consumer of a fresh
+    /// copy owns it alone, whatever the source's read-only status was. Other tensors are
+    /// returned unchanged.
+    pub fn into_writable_copy(mut self) -> Self {
+        if self.is_copied {
+            self.readonly = false;
+        }
+        self
+    }
+
     /// The tensor's elements as a slice, when it is a C-contiguous, aligned host tensor of `T`.
     pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
         self.check_view::<T>()?;

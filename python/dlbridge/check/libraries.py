@@ -538,7 +538,7 @@ class JaxLib(Library):
         import jax.numpy as jnp
 
         if not recipe.plain:
-            raise Unsupported("JAX arrays have no user-visible strides (always C-contiguous)")
+            raise Unsupported("JAX arrays have no user-visible layout (always its own C-contiguous, aligned buffer)")
         try:
             dt = jnp.dtype(recipe.dtype)
         except TypeError as e:

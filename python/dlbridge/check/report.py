@@ -323,8 +323,13 @@ def terminal(meta: dict, results: list[dict], summary: dict, producers: list[str
         lines.append("  installed but not checked yet: " + ", ".join(f"{k} {v}" for k, v in meta["unadapted"].items()))
     if missing:
         lines.append("  not installed: " + ", ".join(missing))
-    for name, err in (meta.get("import_errors") or {}).items():
-        lines.append(f"  could not import {name}: {err}")
+    broken = {}
+    for r in results:
+        if r.get("check") == "import" and r["detail"].startswith("could not load "):
+            name = r["detail"][len("could not load "):].split(" ")[0]
+            broken.setdefault(name, r["detail"].split(": ", 1)[-1])
+    for name, err in broken.items():
+        lines.append(_wrap(f"could not load {name}, its results are 'unsupported': {err}", 110, "  "))
     asks = consumer_versions(results)
     if asks:
         lines.append(_wrap("consumers ask for: " + ", ".join(f"{c} {v}" for c, v in asks.items()), 110, "  "))

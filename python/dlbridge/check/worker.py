@@ -355,7 +355,11 @@ def judge_tensor(t: Any, obs: Observed, src: Source, case: Case) -> list[tuple[s
         out.append(("readonly", "imported from a legacy capsule but not read-only (DECISIONS: legacy imports are read-only)"))
     if aliased is False and t.readonly and t.is_copied:
         out.append(("readonly", "a copy must be writable (DECISIONS), but the Tensor is read-only"))
-    if case.copy is True and not t.is_c_contiguous and t.size > 1:
+    # On a device dlbridge cannot reach (oneAPI...) the copy is the producer's, made in the
+    # producer's order; DLPack has no way to ask for another, so only reachable memory is held
+    # to the C-contiguous rule.
+    reachable = t.device.type in (1, 2, 3, 13)
+    if case.copy is True and not t.is_c_contiguous and t.size > 1 and reachable:
         out.append(("layout", "copy=True must return a C-contiguous Tensor (DECISIONS)"))
     if t.size > 0:
         shape, strides = tuple(t.shape), tuple(t.strides)
@@ -489,6 +493,7 @@ class Ctx:
         self.libs = by_name()
         self.sources: dict[tuple[str, str], Any] = {}
         self.direct: dict[str, dict] = {}
+        self.broken: dict[str, str] = {}  # library -> why it cannot be used in this process
 
     def source(self, pname: str, case: Case) -> Source:
         key = (pname, case.id)
@@ -825,6 +830,9 @@ def run_dlbridge(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
 
 
 def run_unit(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
+    for name in (pname, cname):
+        if name in ctx.broken:
+            return result(UNSUPPORTED, f"could not load {name} here: {ctx.broken[name]}", check="import")
     stage("make")
     try:
         src = ctx.source(pname, case)
@@ -882,6 +890,7 @@ def main() -> int:
             try:
                 lib.load()
             except Exception as e:  # noqa: BLE001
+                ctx.broken[n] = short(e)
                 emit({"event": "import_error", "library": n, "error": short(e)})
     emit({"event": "ready"})
     for i, (pname, cname, case_id, route) in enumerate(units):

@@ -175,7 +175,12 @@ fn load_first(names: &[&str]) -> Result<Driver, String> {
             Err(e) => reasons.push(e.to_string()),
         }
     }
-    Err(reasons.join("; "))
+    // The first name is the one that matters (the others are fallbacks for unusual installs).
+    let mut reason = reasons.into_iter().next().unwrap_or_default();
+    if names.len() > 1 {
+        reason.push_str(&format!(" (also tried {})", names[1..].join(", ")));
+    }
+    Err(reason)
 }
 
 impl Driver {
@@ -187,7 +192,7 @@ impl Driver {
         // from any thread at any time (that is how every CUDA application loads it).
         let library =
             unsafe { libloading::Library::new(name) }.map_err(|e| Error::CudaUnavailable {
-                reason: format!("cannot load {name} (no NVIDIA driver installed?): {e}"),
+                reason: format!("no NVIDIA driver found: cannot load {name} ({e})"),
             })?;
         let api = Api::resolve(library)?;
         let driver = Self {

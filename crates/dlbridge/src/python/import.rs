@@ -104,6 +104,17 @@ fn import_dlpack(
     copy: Option<bool>,
 ) -> PyResult<Tensor> {
     let py = obj.py();
+    // A copy of data the host cannot reach is the producer's to make (it knows its device).
+    let device = match (device, copy) {
+        (None, Some(true)) => {
+            let (kind, id): (i32, i32) = obj
+                .call_method0(intern!(py, "__dlpack_device__"))?
+                .extract()?;
+            let here = Device::new(DeviceType(kind), id);
+            (!here.is_host_accessible()).then_some(here)
+        }
+        _ => device,
+    };
     let Some(target) = device else {
         let capsule = match call::dlpack_with_max_version(obj) {
             Ok(c) => c,
@@ -125,6 +136,9 @@ fn import_dlpack(
         (DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION),
     )?;
     if here == target {
+        if copy == Some(true) && !here.is_host_accessible() {
+            kwargs.set_item(intern!(py, "copy"), true)?;
+        }
         return call_dlpack(&method, &kwargs);
     }
     // Another device: the producer knows its memory best, so it is asked first (with `copy`
@@ -207,6 +221,16 @@ pub fn apply_policy(
         }
     }
     match copy {
+        // A producer's copy on a device the host cannot reach is kept in the producer's order.
+        // It is the consumer's alone (IS_COPIED), so it is writable even when its source was not.
+        Some(true) if tensor.is_copied() && !tensor.device().is_host_accessible() => Ok(tensor
+            .readonly()
+            .then(|| tensor.clone().into_writable_copy())),
+        Some(true) if !tensor.device().is_host_accessible() => Ok(Some(cuda::to_device(
+            tensor,
+            tensor.device(),
+            cuda::StreamRequest::Default,
+        )?)),
         Some(true) if !(tensor.is_copied() && tensor.is_c_contiguous()) => {
             Ok(Some(tensor.copy(Order::C)?))
         }
