@@ -334,7 +334,7 @@ def header(mods: dict[str, Any], params: dict[str, int], command: str, quick: bo
         f"- CPU: {_cpu_model()} ({os.cpu_count()} logical CPUs; {threads}; dlbridge uses a "
         "rayon pool of one thread per CPU; NumPy copies on one thread)",
         f"- transparent huge pages: {_thp()}",
-        f"- load average at start / end (1/5/15 min): {load} / {_loadavg()} (other processes "
+        f"- load average (1/5/15 min): {load} at start, {_loadavg()} at the end (other processes "
         "share these CPUs: interleaved samples keep the ratios comparable, absolute times "
         "drift with load; parallel kernels suffer most when a CPU is taken)",
         "",

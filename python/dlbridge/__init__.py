@@ -10,6 +10,6 @@ The public API is re-exported from the native extension:
 - :class:`DType` and :class:`Device` describe element types and devices.
 """
 
-from ._native import DLPACK_VERSION, Device, DType, Tensor, __version__, from_dlpack
+from ._native import DLPACK_VERSION, Device, DType, Tensor, __version__, copyto, from_dlpack
 
-__all__ = ["DLPACK_VERSION", "DType", "Device", "Tensor", "__version__", "from_dlpack"]
+__all__ = ["DLPACK_VERSION", "DType", "Device", "Tensor", "__version__", "copyto", "from_dlpack"]

@@ -111,6 +111,16 @@ class Tensor:
         """NumPy array interface v3 (CPU-accessible tensors only; BufferError otherwise)."""
     def tolist(self) -> Any:
         """Nested lists of Python scalars (CPU-accessible tensors with a Python scalar type)."""
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """``__cuda_array_interface__`` v3 (CUDA device, managed or pinned memory only;
+        AttributeError elsewhere, so ``hasattr`` tells consumers which protocol to use)."""
+    def to_device(self, device: Any, /, *, stream: int | None = None) -> "Tensor":
+        """This tensor on ``device`` (``"cpu"``, ``"cuda:0"``, a Device, a torch/jax/dpnp device):
+        itself when already there, else a copy with ``is_copied`` set. Host results are complete
+        on return; device copies are enqueued on ``stream`` (default: the legacy default stream)."""
+    def contiguous(self) -> "Tensor":
+        """A C-contiguous tensor with the same values: itself when already C-contiguous."""
     def copy(self, order: Literal["C", "F"] = "C") -> "Tensor":
         """A new, writable, C- (or F-) contiguous copy with ``is_copied`` set."""
     def __dlpack__(
@@ -167,3 +177,8 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
     stream chunks need a copy. ``copy=True`` always copies,
     ``copy=False`` never does (BufferError if it must), ``copy=None`` copies only when needed.
     """
+
+def copyto(dst: Tensor, src: Any) -> None:
+    """Copy the elements of ``src`` (anything ``from_dlpack`` takes) into the writable tensor
+    ``dst``, broadcasting like ``numpy.copyto`` (no casting: same dtype). BufferError for a
+    read-only ``dst``, ValueError for a shape or dtype mismatch."""

@@ -34,6 +34,21 @@ fn from_dlpack<'py>(
     new_tensor(x.py(), import::from_object(x, device, copy)?)
 }
 
+/// Copy the elements of `src` into the existing, writable tensor `dst` (`numpy.copyto`
+/// without casting): `src` is imported like `from_dlpack` and broadcast to `dst`'s shape.
+#[pyfunction]
+fn copyto(dst: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<()> {
+    let src = match src.cast::<PyTensor>() {
+        Ok(t) => t.get().0.clone(),
+        Err(_) => import::from_object(src, None, None)?,
+    };
+    // SAFETY: the GIL is held for the whole copy, so no Python code can touch `dst`'s memory
+    // meanwhile; foreign threads writing the same memory are the caller's concern, exactly as
+    // with numpy.copyto.
+    unsafe { dlbridge::copy::copy_into(&dst.get().0, &src) }?;
+    Ok(())
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -48,5 +63,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDType>()?;
     m.add_class::<PyDevice>()?;
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
+    m.add_function(wrap_pyfunction!(copyto, m)?)?;
     Ok(())
 }

@@ -2,12 +2,12 @@
 
 use std::ffi::c_int;
 
-use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyComplex, PyDict, PyList, PyTuple};
 
 use dlbridge::export::Flavor;
-use dlbridge::python::{array_interface, buffer, capsule, import};
+use dlbridge::python::{array_interface, buffer, capsule, cuda_array_interface, import};
 use dlbridge::{cuda, DType, Device, DeviceType, Order, Tensor, TypeCode};
 
 use crate::types::{parse_device, PyDType, PyDevice};
@@ -197,6 +197,23 @@ impl PyTensor {
         array_interface::export(py, &self.0)
     }
 
+    /// `__cuda_array_interface__` v3 (CUDA device, managed and pinned memory only; an
+    /// AttributeError elsewhere, so that `hasattr` tells consumers which protocol to use).
+    #[getter]
+    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let kind = self.0.device().kind;
+        if !matches!(
+            kind,
+            DeviceType::CUDA | DeviceType::CUDA_MANAGED | DeviceType::CUDA_HOST
+        ) {
+            return Err(PyAttributeError::new_err(format!(
+                "__cuda_array_interface__ describes CUDA memory; this tensor is on {}",
+                self.0.device()
+            )));
+        }
+        cuda_array_interface::export(py, &self.0)
+    }
+
     /// Nested lists of Python scalars.
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let contiguous = if self.0.is_c_contiguous() {
@@ -279,7 +296,14 @@ impl PyTensor {
         if tensor.device() == target {
             return Ok(slf.clone());
         }
-        let request = parse_stream(target, stream)?;
+        let value = match stream.filter(|s| !s.is_none()) {
+            None => None,
+            Some(s) => Some(
+                s.extract::<i64>()
+                    .map_err(|_| PyValueError::new_err("stream must be None or an int"))?,
+            ),
+        };
+        let request = cuda::transfer_stream(tensor.device(), target, value)?;
         new_tensor(slf.py(), cuda::to_device(tensor, target, request)?)
     }
 

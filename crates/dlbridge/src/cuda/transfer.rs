@@ -60,6 +60,11 @@ pub fn route(from: Device, to: Device) -> Result<Route> {
         to,
         reason: reason.to_owned(),
     };
+    if to.kind == DeviceType::CPU && to.id != 0 {
+        return Err(unsupported(
+            "the host CPU is device 0 (DLPack numbers no other CPU); ask for (kDLCPU, 0)",
+        ));
+    }
     let host_source = readable(from).ok_or_else(|| {
         unsupported("dlbridge can read only host memory and CUDA memory; ask the producer for the device (from_dlpack(x, device=...)) or use its own transfer function")
     })?;
@@ -469,6 +474,7 @@ mod tests {
             (dev(T::ROCM, 0), Device::CPU),
             (cuda0, dev(T::ROCM, 0)),
             (Device::CPU, dev(T::ROCM_HOST, 0)),
+            (Device::CPU, dev(T::CPU, 1)),
             (dev(T(99), 0), Device::CPU),
         ] {
             let e = route(from, to).unwrap_err();

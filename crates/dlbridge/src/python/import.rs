@@ -11,7 +11,9 @@ use crate::cuda;
 use crate::device::{Device, DeviceType};
 use crate::error::Error;
 use crate::ffi::dlpack::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
-use crate::python::{array_interface, arrow, buffer, call, capsule, protocols, torch};
+use crate::python::{
+    array_interface, arrow, buffer, call, capsule, cuda_array_interface, protocols, torch,
+};
 use crate::tensor::Tensor;
 
 /// Import `obj` zero-copy when possible, honouring `device` and `copy` like the array API's
@@ -62,6 +64,12 @@ pub fn import(
     if offers.dlpack {
         return import_dlpack(obj, device, copy);
     }
+    if offers.cuda_array_interface {
+        return import_cuda_array_interface(
+            obj,
+            &obj.getattr(intern!(py, "__cuda_array_interface__"))?,
+        );
+    }
     if buffer::has_buffer(obj) {
         return buffer::import(obj);
     }
@@ -73,6 +81,9 @@ pub fn import(
     if obj.getattr_opt(intern!(py, "__dlpack__"))?.is_some() {
         return import_dlpack(obj, device, copy);
     }
+    if let Some(iface) = obj.getattr_opt(intern!(py, "__cuda_array_interface__"))? {
+        return import_cuda_array_interface(obj, &iface);
+    }
     if let Some(iface) = obj.getattr_opt(intern!(py, "__array_interface__"))? {
         return array_interface::import(obj, &iface);
     }
@@ -82,8 +93,24 @@ pub fn import(
         .map(|n| n.to_string())
         .unwrap_or_default();
     Err(PyTypeError::new_err(format!(
-        "cannot import an object of type {type_name}: it offers none of __dlpack__, a DLPack capsule, the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__...), the buffer protocol or __array_interface__ (for a Python list, build an array first, e.g. numpy.asarray)"
+        "cannot import an object of type {type_name}: it offers none of __dlpack__, a DLPack capsule, __cuda_array_interface__, the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__...), the buffer protocol or __array_interface__ (for a Python list, build an array first, e.g. numpy.asarray)"
     )))
+}
+
+/// `__cuda_array_interface__`, with the object's `__dlpack_device__` (if any) as the device
+/// hint for when the CUDA driver cannot be asked.
+fn import_cuda_array_interface(
+    obj: &Bound<'_, PyAny>,
+    iface: &Bound<'_, PyAny>,
+) -> PyResult<Tensor> {
+    let hint = match obj.getattr_opt(intern!(obj.py(), "__dlpack_device__"))? {
+        Some(method) => {
+            let (kind, id): (i32, i32) = method.call0()?.extract()?;
+            Some(Device::new(DeviceType(kind), id))
+        }
+        None => None,
+    };
+    cuda_array_interface::import(obj, iface, hint)
 }
 
 fn is_keyword_type_error(py: Python<'_>, err: &PyErr) -> bool {

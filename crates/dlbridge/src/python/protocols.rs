@@ -22,6 +22,8 @@ pub struct Protocols {
     pub exchange: Option<Api>,
     /// `__dlpack__`.
     pub dlpack: bool,
+    /// `__cuda_array_interface__`.
+    pub cuda_array_interface: bool,
     /// `__arrow_c_device_array__`.
     pub arrow_device_array: bool,
     /// `__arrow_c_array__`.
@@ -89,6 +91,7 @@ fn discover(ty: &Bound<'_, PyType>) -> PyResult<Protocols> {
     Ok(Protocols {
         exchange: exchange::discover(ty)?,
         dlpack: ty.hasattr(intern!(py, "__dlpack__"))?,
+        cuda_array_interface: ty.hasattr(intern!(py, "__cuda_array_interface__"))?,
         arrow_device_array: ty.hasattr(intern!(py, "__arrow_c_device_array__"))?,
         arrow_array: ty.hasattr(intern!(py, "__arrow_c_array__"))?,
         arrow_stream: ty.hasattr(intern!(py, "__arrow_c_stream__"))?,
