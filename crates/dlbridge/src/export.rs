@@ -6,8 +6,6 @@
 use std::ffi::c_void;
 use std::ptr;
 
-use smallvec::SmallVec;
-
 use crate::copy::Order;
 use crate::device::DeviceType;
 use crate::error::{Error, Result};
@@ -49,7 +47,7 @@ impl Flavor {
 }
 
 /// Shape followed by strides; up to 4 dimensions inline in the block.
-type Dims = SmallVec<[i64; 8]>;
+type Dims = crate::dims::Dims<8>;
 
 /// One heap allocation per export: the managed struct first (so the struct pointer is the
 /// block pointer), then the dims its shape/strides point into, then the owner share.
@@ -170,12 +168,7 @@ impl Tensor {
         }
 
         let ndim = self.ndim();
-        let dims: Dims = self
-            .shape()
-            .iter()
-            .chain(self.layout().export_strides().iter())
-            .copied()
-            .collect();
+        let dims = Dims::new(self.shape(), &self.layout().export_strides());
         let (shape, strides) = (ptr::null_mut(), ptr::null_mut());
         let (data, byte_offset) = data_and_offset(self);
         let dl_tensor = DLTensor {

@@ -3,8 +3,6 @@
 //! Strides are in elements (the DLPack convention). All arithmetic is checked: a layout is
 //! accepted only if every element address it implies fits in `isize` bytes.
 
-use smallvec::SmallVec;
-
 use crate::error::{Error, Result};
 
 /// Most dimensions a layout may have (the buffer protocol's `PyBUF_MAX_NDIM`).
@@ -12,7 +10,7 @@ pub const MAX_NDIM: usize = 64;
 
 /// Shape followed by strides; up to 2 dimensions live inline (no allocation). Kept small so a
 /// `Tensor` moves cheaply.
-type Dims = SmallVec<[i64; 4]>;
+type Dims = crate::dims::Dims<4>;
 
 /// A validated shape and strides (in elements). Strides are always present.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,6 +61,10 @@ impl Layout {
                 "negative extent {n} in dimension {i} of shape {shape:?}"
             )));
         }
+        // Dense strides must exist even for zero-size layouts (copies and exports use them).
+        if c_strides(shape).is_none() {
+            return Err(invalid(format!("shape {shape:?} overflows")));
+        }
         let owned_c;
         let strides = match strides {
             Some(s) if s.len() != shape.len() => {
@@ -112,8 +114,7 @@ impl Layout {
         }
         let size =
             usize::try_from(size).map_err(|_| invalid(format!("shape {shape:?} too large")))?;
-        let mut dims = Dims::from_slice(shape);
-        dims.extend_from_slice(strides);
+        let dims = Dims::new(shape, strides);
         Ok(Self { dims, size })
     }
 
@@ -124,15 +125,15 @@ impl Layout {
 
     /// Extents.
     pub fn shape(&self) -> &[i64] {
-        &self.dims[..self.ndim()]
+        &self.dims.as_slice()[..self.ndim()]
     }
     /// Strides in elements.
     pub fn strides(&self) -> &[i64] {
-        &self.dims[self.ndim()..]
+        &self.dims.as_slice()[self.ndim()..]
     }
     /// Number of dimensions.
     pub fn ndim(&self) -> usize {
-        self.dims.len() / 2
+        self.dims.as_slice().len() / 2
     }
     /// Number of elements.
     pub fn size(&self) -> usize {

@@ -26,6 +26,7 @@ pub mod arrow;
 pub mod copy;
 pub mod cuda;
 pub mod device;
+mod dims;
 pub mod dtype;
 pub mod error;
 pub mod export;
