@@ -538,11 +538,11 @@ class Jax(Namespace):
         return jax.numpy.from_dlpack(t)
 
     def from_host(self, t, device, route):
+        import numpy as np
+
         jax = self.load()
-        dev = self._device(device)
-        if route == "host_copy":
-            return jax.device_put(ml_dtypes_view(t), dev)
-        return jax.numpy.from_dlpack(t, device=dev, copy=True)
+        host_view = ml_dtypes_view(t) if route == "host_copy" else np.from_dlpack(t)
+        return jax.device_put(host_view, self._device(device))
 
 
 # ---------------------------------------------------------------------------------- dpnp

@@ -1,0 +1,719 @@
+"""The plan behind :func:`dlbridge.convert`: which path, which copies, and why.
+
+:func:`build` inspects the source (a zero-copy import; a raw capsule is only read, never
+consumed, unless the plan is to be run), asks the target's namespace what it can take, and
+returns a :class:`Plan` together with the steps that carry it out. :func:`dlbridge.explain`
+returns the plan; :func:`dlbridge.convert` runs the steps, so the two never disagree.
+
+The order of decisions, for a source ``x`` and a target library ``T``:
+
+1. ``x`` is already a ``T`` array where it was asked to be and no copy is asked for: ``x``.
+2. Framework state DLPack cannot carry (torch ``requires_grad``, conjugate and negative bits,
+   JAX arrays still computing): resolved when the caller opted in (``detach=``, ``resolve=``)
+   or automatically when harmless, else refused naming the fix.
+3. The dtype: ``T`` must have it (C25, C27: a BufferError, never a silent reinterpretation).
+4. The device: ``device=None`` keeps the data where it is, which ``T`` must be able to hold
+   (C36: a CPU-only target of device data is a BufferError naming ``device="cpu"``); another
+   device is a copy (C37, C38: the producer is asked for the host copy, the target library makes
+   the host-to-device copy), staged through the host when no library copies directly.
+5. The layout: a contiguous copy for consumers that cannot take it (torch: negative strides,
+   C1; JAX: non-compact strides or data not 64-byte aligned, C40; Arrow: gaps).
+6. Read-only: a read-only or immutable source into a target that cannot keep it read-only
+   (torch, tvm_ffi, JAX's legacy capsules) is copied (C15, C16).
+7. ``copy=True``: at least one copy. ``copy=False``: any copy above is a BufferError instead.
+8. The target's import, zero-copy; when dlbridge expected it to alias, the result's address is
+   checked, so a consumer's hidden copy is refused under ``copy=False`` and counted otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from . import namespaces as nsmod
+from ._native import Device, Tensor, from_dlpack
+from .describe import (
+    Facts,
+    facts_of_capsule,
+    facts_of_tensor,
+    facts_of_torch,
+    is_capsule,
+    peek_capsule,
+    protocols,
+    type_name,
+)
+
+
+@dataclass
+class Plan:
+    """How :func:`dlbridge.convert` moves an array to a target library.
+
+    ``possible``: whether it can (an impossible plan says why in ``reason`` and names the
+    exception ``convert`` raises in ``error``). ``steps``: what happens, in order. ``copies``:
+    how many times the data is copied (0: the result aliases the source). ``reason``: why this
+    path (or why none). ``source`` / ``target``: what goes in and out; ``device``: where the
+    result lives; ``notes``: things worth knowing that change nothing (e.g. an immutable result
+    aliasing writable memory).
+
+    ``str(plan)`` is a readable summary; :meth:`as_dict` a JSON-serialisable dict. A plan
+    returned by ``convert(..., report=True)`` records what was actually done.
+    """
+
+    source: str
+    target: str
+    possible: bool
+    steps: list[str]
+    copies: int
+    reason: str
+    device: str | None = None
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def zero_copy(self) -> bool:
+        """True when the result shares the source's memory (a possible plan with no copy)."""
+        return self.possible and self.copies == 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def __str__(self) -> str:
+        where = f" on {self.device}" if self.device else ""
+        lines = [f"{self.source} -> {self.target}{where}"]
+        lines += [f"  {i}. {s}" for i, s in enumerate(self.steps, 1)]
+        if self.possible:
+            what = "zero-copy" if self.copies == 0 else f"{self.copies} cop{'y' if self.copies == 1 else 'ies'}"
+            lines.append(f"  => {what}: {self.reason}")
+        else:
+            lines.append(f"  => impossible ({self.error}): {self.reason}")
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+class Impossible(Exception):
+    """Raised inside the planner: the conversion cannot be made as asked."""
+
+    def __init__(self, error: type[BaseException], message: str) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+@dataclass
+class Ctx:
+    """What the steps work on at run time."""
+
+    obj: Any  # the source object (after state fixes); None once consumed
+    tensor: Tensor | None = None  # the data as a dlbridge Tensor
+    result: Any = None
+    finished: bool = False
+
+
+@dataclass
+class Step:
+    text: str
+    copies: int
+    #: runs the step; returns the number of copies actually made, or None for "as planned"
+    run: Callable[[Ctx], int | None]
+
+
+def _ok(_: Ctx) -> None:
+    return None
+
+
+@dataclass
+class Route:
+    """A plan and the steps that carry it out."""
+
+    plan: Plan
+    steps: list[Step]
+    ctx: Ctx
+    error: type[BaseException] | None = None
+
+    def execute(self) -> tuple[Any, Plan]:
+        """Run the steps; the result and the plan as executed."""
+        if not self.plan.possible:
+            raise (self.error or BufferError)(self.plan.reason)
+        done, copies = [], 0
+        for step in self.steps:
+            made = step.run(self.ctx)
+            n = step.copies if made is None else made
+            copies += n
+            text = step.text
+            if made is not None and made != step.copies:
+                text = f"{text} [{'skipped: not needed' if made == 0 else f'{made} copies'}]"
+            done.append(text)
+            if self.ctx.finished:
+                break
+        executed = dataclasses.replace(self.plan, steps=done, copies=copies, notes=list(self.plan.notes))
+        if copies != self.plan.copies and copies > 0 and self.plan.copies == 0:
+            executed.reason = f"{self.plan.reason}; but {self.plan.target} copied the data on import"
+        return self.ctx.result, executed
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def _via(x: Any) -> str:
+    """Which protocol dlbridge's import takes for ``x`` (its documented order)."""
+    if isinstance(x, Tensor):
+        return "already one"
+    offered = protocols(x)
+    if "capsule" in offered:
+        return "its DLPack capsule"
+    for p in ("__arrow_c_device_array__", "__arrow_c_array__", "__arrow_c_stream__"):
+        if p in offered:
+            return f"the Arrow C interface ({p})"
+    if "__dlpack__" in offered:
+        return "DLPack (__dlpack__)"
+    if "buffer" in offered:
+        return "the buffer protocol"
+    if "__array_interface__" in offered:
+        return "__array_interface__"
+    return "its protocols"
+
+
+def result_ptr(y: Any) -> int | None:
+    """The address of the first element of a converted array (None when unknown)."""
+    if isinstance(y, Tensor):
+        return int(y.data_ptr)
+    try:
+        return int(from_dlpack(y, copy=False).data_ptr)
+    except Exception:  # noqa: BLE001 - a result dlbridge cannot re-import: no check
+        return None
+
+
+def _as_tensor(obj: Any) -> Tensor:
+    return obj if isinstance(obj, Tensor) else from_dlpack(obj)
+
+
+def _to_host(ctx: Ctx, src: Device) -> Tensor:
+    """Device-to-host copy: the producer is asked first (it knows its memory), dlbridge copies
+    CUDA itself when the producer cannot, and a library that can read the device (dpnp for
+    oneAPI) is asked when the source is a bare Tensor or capsule."""
+    source = ctx.obj if ctx.obj is not None else ctx.tensor
+    try:
+        return from_dlpack(source, device="cpu")
+    except BufferError:
+        helper = nsmod.device_helper(src)
+        if helper is None:
+            raise
+        tensor = ctx.tensor if ctx.tensor is not None else _as_tensor(source)
+        return from_dlpack(helper.from_tensor(tensor, "dlpack"), device="cpu")
+
+
+def _copy_on_device(ctx: Ctx, dev: Device) -> Tensor:
+    """A copy on the data's own non-host device: asked of the producer, then of a library that
+    can copy on that device."""
+    if ctx.obj is not None and not isinstance(ctx.obj, Tensor):
+        try:
+            t = from_dlpack(ctx.obj, copy=True)
+            if t.device == dev:
+                return t
+        except BufferError:
+            pass
+    if dev.type in nsmod.DLBRIDGE_REACHES:
+        return from_dlpack(ctx.tensor, copy=True)
+    helper = nsmod.device_helper(dev)
+    if helper is None:
+        raise BufferError(f"no installed library can copy data on {dev}")
+    out = helper.copy_on_device(ctx.tensor)
+    assert out is not None
+    return out
+
+
+# ------------------------------------------------------------------------------ the planner
+
+
+class _Builder:
+    def __init__(self, source: str, target: nsmod.Namespace) -> None:
+        self.source = source
+        self.target = target
+        self.steps: list[Step] = []
+        self.reasons: list[str] = []
+        self.notes: list[str] = []
+        self.device: Device | None = None
+        self.summary: str | None = None  # the source, once inspected
+
+    @property
+    def copies(self) -> int:
+        return sum(s.copies for s in self.steps)
+
+    def add(self, text: str, run: Callable[[Ctx], int | None] = _ok, copies: int = 0, why: str | None = None) -> None:
+        self.steps.append(Step(text, copies, run))
+        if why:
+            self.reasons.append(why)
+
+    def plan(self) -> Plan:
+        if self.copies == 0:
+            reason = self.reasons[0] if self.reasons else (
+                f"{self.target.name} takes this dtype, layout, device and flags as they are"
+            )
+        else:
+            reason = "; ".join(dict.fromkeys(self.reasons)) or "a copy is needed"
+        return Plan(
+            source=self.source,
+            target=self.target.name,
+            possible=True,
+            steps=[s.text for s in self.steps],
+            copies=self.copies,
+            reason=reason,
+            device=str(self.device) if self.device is not None else None,
+            notes=self.notes,
+        )
+
+    def impossible(self, e: Impossible) -> Plan:
+        return Plan(
+            source=self.source,
+            target=self.target.name,
+            possible=False,
+            steps=[s.text for s in self.steps],
+            copies=0,
+            reason=e.message,
+            device=None,
+            error=e.error.__name__,
+            notes=self.notes,
+        )
+
+
+def _check_copy(copy: Any) -> bool | None:
+    if copy is None or isinstance(copy, bool):
+        return copy
+    raise ValueError(f"copy must be True, False or None, not {copy!r}")
+
+
+def build(
+    x: Any,
+    to: Any,
+    *,
+    device: Any = None,
+    copy: bool | None = None,
+    detach: bool = False,
+    resolve: bool = False,
+    run: bool = False,
+) -> Route:
+    """Plan the conversion of ``x`` to the library ``to``. ``run=True``: the route will be
+    executed (a raw capsule is consumed at once instead of only read)."""
+    copy = _check_copy(copy)
+    target = nsmod.get(to)
+    want = None if device is None else Device(device)
+    src_ns = nsmod.owner(x)
+    kind = type_name(x)
+    b = _Builder(kind, target)
+    ctx = Ctx(obj=x)
+    try:
+        _plan(b, ctx, x, kind, src_ns, target, want, copy, detach, resolve, run)
+    except Impossible as e:
+        b.source = b.summary or kind
+        return Route(b.impossible(e), [], ctx, e.error)
+    b.source = b.summary or kind
+    return Route(b.plan(), b.steps, ctx)
+
+
+def _plan(
+    b: _Builder,
+    ctx: Ctx,
+    x: Any,
+    kind: str,
+    src_ns: nsmod.Namespace | None,
+    target: nsmod.Namespace,
+    want: Device | None,
+    copy: bool | None,
+    detach: bool,
+    resolve: bool,
+    run: bool,
+) -> None:
+    name = target.name
+    if not target.installed():
+        raise Impossible(ModuleNotFoundError, f"{name} is not installed (pip install {target.pip})")
+
+    # 1. already there
+    if src_ns is target and copy is not True and target.is_result(x):
+        here = target.device(x)
+        if want is None or (here is not None and _satisfies(here, want, target)):
+            b.device = here
+            b.summary = kind
+
+            def same(c: Ctx) -> None:
+                c.result, c.finished = x, True
+
+            b.add(f"already a {name} array{f' on {here}' if here else ''}: returned as is", same,
+                  why="nothing to convert")
+            return
+
+    # 2. framework state
+    fresh = False  # the data is a private copy already
+    states = src_ns.state(x) if src_ns is not None else []
+    for st in states:
+        owner = src_ns.name if src_ns is not None else "source"
+        if st.refuse:
+            raise Impossible(BufferError, f"the {owner} array {st.what}; call {st.fix} first")
+        enabled = st.option is None or (st.option == "detach" and detach) or (st.option == "resolve" and resolve)
+        if not enabled:
+            raise Impossible(
+                BufferError,
+                f"the {owner} tensor {st.what}, which DLPack cannot carry; call {st.fix} first, "
+                f"or pass {st.option}=True to convert",
+            )
+        if st.copies and copy is False:
+            raise Impossible(
+                BufferError,
+                f"the {owner} tensor {st.what}; resolving it with {st.fix} is a copy, which "
+                "copy=False forbids",
+            )
+
+        def apply(c: Ctx, f=st.apply) -> None:
+            c.obj = f(c.obj) if f is not None else c.obj
+
+        b.add(f"{st.fix.split(' (')[0]}: the {owner} array {st.what}", apply, st.copies,
+              why=f"{st.fix.split(' (')[0]} resolves state DLPack cannot carry" if st.copies else None)
+        fresh = fresh or st.copies > 0
+
+    # inspect the source
+    source = src_ns.source(x) if src_ns is not None else x
+    consumed = False
+    if src_ns is not None and src_ns.name == "torch":
+        facts = facts_of_torch(x)
+        if fresh:  # resolve_conj / resolve_neg made a dense, private copy
+            facts.strides, facts.data_ptr = _c_strides(facts.shape), 0
+
+        def imp(c: Ctx) -> None:
+            if c.tensor is None:
+                c.tensor = from_dlpack(c.obj)
+
+        import_step: tuple[str, Callable[[Ctx], int | None], int] | None = (
+            "import the torch tensor as a dlbridge.Tensor through DLPack (zero-copy)", imp, 0,
+        )
+    elif is_capsule(x) and not run:
+        info = peek_capsule(x)
+        try:
+            facts = facts_of_capsule(info, "DLPack capsule")
+        except BufferError as e:
+            raise Impossible(BufferError, str(e)) from None
+        import_step = ("import the capsule (consumed)", _ok, 0)
+    else:
+        facts, import_step = _import(ctx, source, kind, src_ns, copy)
+        consumed = is_capsule(x)
+        if facts.import_copy is not None:
+            fresh = True
+    b.summary = facts.summary()
+    if consumed:
+        ctx.obj = None
+
+    # 3. dtype
+    route = target.dtype_route(facts.dtype)
+    if route.startswith("refuse:"):
+        raise Impossible(BufferError, route.removeprefix("refuse:").strip())
+
+    # 4. device
+    src_dev = facts.device
+    dest = src_dev if want is None else want
+    if want is not None and _satisfies(src_dev, want, target):
+        dest = src_dev
+    if not target.can_hold(dest):
+        hint = target.device_hint()
+        if want is None:
+            extra = " (or use dlbridge.to_numpy / dlbridge.to_host)" if hint == "cpu" else ""
+            raise Impossible(
+                BufferError,
+                f"{name} arrays cannot live on {src_dev}, where the data is; pass "
+                f"device={hint!r} to copy it there{extra}",
+            )
+        devs = ", ".join(str(d) for d in target.devices()) or "none found"
+        raise Impossible(BufferError, f"{name} has no arrays on {want} (its devices: {devs})")
+    b.device = dest
+    moving = dest != src_dev
+    if moving and copy is False:
+        raise Impossible(
+            BufferError,
+            f"the data is on {src_dev} and device={dest} needs a copy, which copy=False forbids; "
+            "pass copy=None to allow it",
+        )
+
+    lay = facts.layout()
+    problem = target.layout_problem(lay) if route != "host_copy" else None
+    ro = facts.readonly and not fresh
+    ro_problem = target.readonly_why if ro and not target.alias_readonly else None
+
+    if import_step is not None and not (moving and nsmod.host(dest) and import_step[2] == 0
+                                        and src_ns is not None and src_ns.name == "torch"):
+        text, fn, n = import_step
+        if text:
+            b.add(text, fn, n, why=facts.import_copy)
+
+    # the reasons for one copy on the host (or on the data's device)
+    def copy_reasons(layout_problem: str | None, readonly_problem: str | None) -> list[str]:
+        out = []
+        if layout_problem:
+            out.append(layout_problem)
+        if readonly_problem:
+            out.append(
+                f"the data is read-only and {readonly_problem}: a copy keeps the source "
+                "unwritable (never a writable alias)"
+            )
+        return out
+
+    if moving:
+        if nsmod.host(dest):
+            _plan_to_host(b, ctx, x, src_dev, dest, src_ns, kind)
+            fresh = True
+            if problem:
+                b.add(
+                    f"C-order copy on the host if the transferred data still has this layout: {problem}",
+                    _host_fix(target, lay), 1, why=problem,
+                )
+            _final(b, target, route, expect_alias=True, copy=copy)
+            return
+        if nsmod.host(src_dev):
+            reasons = copy_reasons(problem, None)
+            if reasons:  # fix the layout on the host first, where dlbridge can copy
+                b.add(f"C-order copy on the host: {'; '.join(reasons)}", _copy_host, 1, why=reasons[0])
+            _plan_from_host(b, target, route, src_dev, dest)
+            return
+        # device to another device
+        if src_dev.type == nsmod.CUDA and dest.type == nsmod.CUDA:
+            def d2d(c: Ctx) -> None:
+                c.tensor = from_dlpack(c.tensor if c.obj is None else c.obj, device=str(dest))
+
+            b.add(f"device-to-device copy {src_dev} -> {dest} (asked of the producer, else dlbridge)",
+                  d2d, 1, why=f"the data is on {src_dev} and device={dest}")
+            _final(b, target, route, expect_alias=True, copy=copy)
+            return
+        _plan_to_host(b, ctx, x, src_dev, Device("cpu"), src_ns, kind, staged=True)
+        if problem:
+            b.add(f"C-order copy on the host: {problem}", _host_fix(target, lay), 1, why=problem)
+        _plan_from_host(b, target, route, Device("cpu"), dest)
+        return
+
+    # same device
+    reasons = copy_reasons(problem, ro_problem)
+    if copy is True and not fresh and not reasons:
+        reasons = ["copy=True asks for a copy"]
+    if route == "host_copy":
+        if copy is False:
+            raise Impossible(
+                BufferError,
+                f"{name} cannot import {facts.dtype} through DLPack (its from_dlpack asks for legacy "
+                "capsules, which cannot carry DLPack 1.1 dtypes); only a copy can, which copy=False "
+                "forbids",
+            )
+        _final(b, target, route, expect_alias=False, copy=copy)
+        return
+    if reasons:
+        if copy is False:
+            raise Impossible(
+                BufferError,
+                f"{'; '.join(reasons)}; that needs a copy, which copy=False forbids (pass "
+                "copy=None to let dlbridge copy)",
+            )
+        if nsmod.host(src_dev):
+            b.add(f"C-order copy on the host: {'; '.join(reasons)}", _copy_host, 1, why=reasons[0])
+        else:
+            if src_dev.type not in nsmod.DLBRIDGE_REACHES and (ctx.obj is None or isinstance(ctx.obj, Tensor)):
+                if nsmod.device_helper(src_dev) is None:
+                    raise Impossible(
+                        BufferError,
+                        f"{'; '.join(reasons)}; dlbridge cannot copy memory on {src_dev} and no "
+                        "installed library can",
+                    )
+
+            def dev_copy(c: Ctx, dev: Device = src_dev) -> None:
+                c.tensor = _copy_on_device(c, dev)
+
+            b.add(f"copy on {src_dev} (asked of the producer): {'; '.join(reasons)}", dev_copy, 1,
+                  why=reasons[0])
+    if not reasons and not facts.readonly and target.immutable and not fresh:
+        b.notes.append(
+            f"the {name} result shares memory with the writable source: {name} treats it as "
+            "immutable, but writes through the source show in it (pass copy=True for an "
+            "independent array)"
+        )
+    _final(b, target, route, expect_alias=not reasons and not fresh, copy=copy)
+
+
+def _satisfies(here: Device, want: Device, target: nsmod.Namespace) -> bool:
+    """Is data on ``here`` already where ``want`` asks? A request for the CPU is met by any
+    host-accessible memory (CUDA pinned or managed) that the target can hold as it is."""
+    if here == want:
+        return True
+    return want.type == nsmod.CPU and nsmod.host(here) and target.can_hold(here)
+
+
+def _import(
+    ctx: Ctx, source: Any, kind: str, src_ns: nsmod.Namespace | None, copy: bool | None
+) -> tuple[Facts, tuple[str, Callable[[Ctx], int | None], int]]:
+    """Import the source zero-copy (or with the copy the import itself needs)."""
+    library = src_ns.name if src_ns is not None else None
+    via = _via(source)
+    try:
+        t = from_dlpack(source, copy=False)
+    except BufferError as e:
+        why = str(e)
+        try:
+            t = from_dlpack(source)
+        except TypeError as e2:
+            raise Impossible(TypeError, str(e2)) from None
+        except ValueError as e2:
+            raise Impossible(ValueError, str(e2)) from None
+        except BufferError as e2:
+            raise Impossible(BufferError, str(e2)) from None
+        if copy is False:
+            raise Impossible(BufferError, f"importing {kind} needs a copy ({why}), which copy=False forbids")
+        ctx.tensor = t
+        facts = facts_of_tensor(t, kind, library, import_copy=f"the import needs a copy: {why}")
+        return facts, (f"import {kind} as a dlbridge.Tensor through {via} (a copy: {why})", _ok, 1)
+    except TypeError as e:
+        raise Impossible(TypeError, str(e)) from None
+    except ValueError as e:
+        raise Impossible(ValueError, str(e)) from None
+    ctx.tensor = t
+    facts = facts_of_tensor(t, kind, library)
+    if isinstance(source, Tensor):
+        return facts, ("", _ok, 0)  # nothing to say
+    return facts, (f"import {kind} as a dlbridge.Tensor through {via} (zero-copy)", _ok, 0)
+
+
+def _copy_host(c: Ctx) -> None:
+    assert c.tensor is not None
+    c.tensor = c.tensor.copy()
+
+
+def _host_fix(target: nsmod.Namespace, lay: nsmod.LayoutView) -> Callable[[Ctx], int | None]:
+    """After a device-to-host copy: a C-order copy only if the transferred tensor still has a
+    layout the target cannot take (producers' copies may keep the source's strides)."""
+
+    def fix(c: Ctx) -> int:
+        t = c.tensor
+        assert t is not None
+        view = nsmod.LayoutView(tuple(t.shape), tuple(t.strides), t.itemsize, int(t.data_ptr), t.size)
+        if target.layout_problem(view) is None:
+            return 0
+        c.tensor = t.copy()
+        return 1
+
+    return fix
+
+
+def _plan_to_host(
+    b: _Builder, ctx: Ctx, x: Any, src: Device, dest: Device, src_ns: nsmod.Namespace | None,
+    kind: str, staged: bool = False,
+) -> None:
+    bare = ctx.obj is None or isinstance(ctx.obj, Tensor)
+    if src.type in nsmod.DLBRIDGE_REACHES:
+        who = "dlbridge" if bare else f"the producer ({kind}), else dlbridge"
+    else:
+        helper = nsmod.device_helper(src)
+        if bare:
+            if helper is None:
+                raise Impossible(
+                    BufferError,
+                    f"dlbridge cannot read memory on {src} and no installed library can copy it "
+                    "(for oneAPI devices: pip install dpnp)",
+                )
+            who = f"{helper.name} (dlbridge cannot read {src} memory itself)"
+        else:
+            who = f"the producer ({kind})"
+
+    def d2h(c: Ctx, s: Device = src) -> None:
+        c.tensor = _to_host(c, s)
+
+    stage = " (staged through the host: no library copies between these devices directly)" if staged else ""
+    b.add(f"device-to-host copy {src} -> {dest}, made by {who}{stage}", d2h, 1,
+          why=f"the data is on {src} and the result goes to {b.device}")
+
+
+def _plan_from_host(b: _Builder, target: nsmod.Namespace, route: str, src: Device, dest: Device) -> None:
+    """Host-to-device: the target library's own transfer, else dlbridge (CUDA), else a library
+    that can reach the device."""
+    name = target.name
+    why = f"the data is on {src} and device={dest}"
+    if type(target).from_host is not nsmod.Namespace.from_host:
+        def h2d(c: Ctx) -> None:
+            assert c.tensor is not None
+            c.result = target.from_host(c.tensor, dest, route)
+            c.finished = True
+
+        b.add(f"host-to-device copy {src} -> {dest}, made by {name} (the producer is not asked for {dest})",
+              h2d, 1, why=why)
+        return
+    if dest.type in nsmod.DLBRIDGE_REACHES:
+        def h2d_dlb(c: Ctx) -> None:
+            assert c.tensor is not None
+            c.tensor = c.tensor.to_device(str(dest))
+
+        b.add(f"host-to-device copy {src} -> {dest}, made by dlbridge (Tensor.to_device)", h2d_dlb, 1, why=why)
+    else:
+        helper = nsmod.device_helper(dest)
+        if helper is None:
+            raise Impossible(
+                BufferError,
+                f"neither {name} nor dlbridge can copy data to {dest}, and no installed library "
+                "can (for oneAPI devices: pip install dpnp)",
+            )
+
+        def h2d_helper(c: Ctx, h: nsmod.Namespace = helper) -> None:
+            assert c.tensor is not None
+            c.tensor = from_dlpack(h.from_host(c.tensor, dest, "dlpack"))
+
+        b.add(f"host-to-device copy {src} -> {dest}, made by {helper.name}", h2d_helper, 1, why=why)
+    _final(b, target, route, expect_alias=True, copy=None)
+
+
+_IMPORT = {
+    "numpy": "numpy.from_dlpack",
+    "torch": "torch.from_dlpack",
+    "jax": "jax.numpy.from_dlpack",
+    "dpnp": "dpnp.from_dlpack",
+    "pyarrow": "pyarrow.array (Arrow C interface)",
+    "array_api_strict": "array_api_strict.from_dlpack",
+    "tvm_ffi": "tvm_ffi.from_dlpack",
+    "tensorflow": "tf.experimental.dlpack.from_dlpack (legacy capsule)",
+    "cupy": "cupy.from_dlpack",
+}
+_ROUTE_TEXT = {
+    "ml_dtypes": "an ml_dtypes view of the bytes (numpy.from_dlpack has no {dtype}; zero-copy)",
+    "capsule": "torch.from_dlpack of a DLPack 1.3 capsule (torch asks for 1.0, which has no float8; zero-copy)",
+    "host_copy": "jax.numpy.array of an ml_dtypes view (a copy: JAX's legacy capsules cannot carry float8)",
+}
+
+
+def _final(b: _Builder, target: nsmod.Namespace, route: str, *, expect_alias: bool, copy: bool | None) -> None:
+    name = target.name
+    if name == "dlbridge":
+        text = "the dlbridge.Tensor is the result"
+    elif route in _ROUTE_TEXT:
+        text = f"{name}: " + _ROUTE_TEXT[route]
+    else:
+        text = f"{name}: {_IMPORT.get(name, name + '.from_dlpack')} (zero-copy)"
+    copies = 1 if route == "host_copy" else 0
+
+    def final(c: Ctx) -> int | None:
+        t = c.tensor
+        assert t is not None
+        c.result = target.from_tensor(t, route)
+        c.finished = True
+        if copies or not expect_alias or not t.size:
+            return None
+        got = result_ptr(c.result)
+        if got is None or got == int(t.data_ptr):
+            return None
+        if copy is False:
+            raise BufferError(
+                f"{name} copied the data on import (dlbridge expected it to alias it); refused "
+                "under copy=False"
+            )
+        return 1
+
+    b.add(text, final, copies, why="JAX's legacy capsules cannot carry float8: a copy" if copies else None)
+
+
+__all__ = ["Plan", "Route", "build", "result_ptr"]
