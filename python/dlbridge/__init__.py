@@ -1,15 +1,38 @@
 """dlbridge: move arrays between array libraries and devices correctly.
 
 Zero copies where possible, explicit copies where not, and read-only memory kept read-only.
-The public API is re-exported from the native extension:
+The public API:
 
 - :func:`from_dlpack` imports any array-like (DLPack producer or capsule, buffer protocol,
-  ``__array_interface__``) as a :class:`Tensor`.
-- :class:`Tensor` exports itself through ``__dlpack__``, the buffer protocol and
-  ``__array_interface__``.
+  ``__array_interface__``, Arrow) as a :class:`Tensor`.
+- :class:`Tensor` exports itself through ``__dlpack__``, the buffer protocol,
+  ``__array_interface__`` and the Arrow PyCapsule interface.
 - :class:`DType` and :class:`Device` describe element types and devices.
+- :func:`convert` turns an array of one library into an array of another (``"numpy"``,
+  ``"torch"``, ``"jax"``, ``"dpnp"``, ``"pyarrow"``...), on the device asked, copied or not as
+  asked; :func:`explain` returns its :class:`Plan` without running it.
+- :func:`to_numpy`, :func:`to_memoryview` and :func:`to_host` bring any array to the host;
+  :func:`describe` says what dlbridge sees in any object.
 """
 
-from ._native import DLPACK_VERSION, Device, DType, Tensor, __version__, copyto, from_dlpack
+from ._native import DLPACK_VERSION, Device, DType, Tensor, __version__, from_dlpack
+from .convert import convert, explain
+from .describe import describe
+from .host import to_host, to_memoryview, to_numpy
+from .plan import Plan
 
-__all__ = ["DLPACK_VERSION", "DType", "Device", "Tensor", "__version__", "copyto", "from_dlpack"]
+__all__ = [
+    "DLPACK_VERSION",
+    "DType",
+    "Device",
+    "Plan",
+    "Tensor",
+    "__version__",
+    "convert",
+    "describe",
+    "explain",
+    "from_dlpack",
+    "to_host",
+    "to_memoryview",
+    "to_numpy",
+]

@@ -52,7 +52,7 @@ HOST_TYPES = frozenset({CPU, CUDA_HOST, ROCM_HOST, CUDA_MANAGED})
 DLBRIDGE_REACHES = HOST_TYPES | {CUDA}
 ALL_TYPES = frozenset(range(1, 20))
 
-SUBBYTE = ("float4", "float6")
+SUBBYTE = ("float4_", "float6_")
 FLOAT8 = "float8"
 BASIC_DTYPES = (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -160,6 +160,8 @@ class Namespace:
     has_host = True
     #: the result type is checked by the tests (documentation only)
     result = ""
+    #: what the library calls its arrays, for messages
+    noun = "array"
 
     def __init__(self) -> None:
         self._mod: Any = None
@@ -335,6 +337,7 @@ def ml_dtypes_view(t: Tensor) -> Any:
 
 class Torch(Namespace):
     name = module = pip = "torch"
+    noun = "tensor"
     aliases = ("torch",)
     alias_readonly = False
     readonly_why = (
@@ -356,20 +359,18 @@ class Torch(Namespace):
         out = []
         if x.requires_grad:
             out.append(State(
-                "requires grad (autograd state DLPack cannot carry)",
+                "requires grad",
                 ".detach() (no copy; the result is not tracked by autograd)",
                 "detach", 0, lambda v: v.detach(),
             ))
         if x.is_conj():
             out.append(State(
-                "has its conjugate bit set (a lazy conjugate view: its bytes hold the "
-                "unconjugated values)",
+                "has its conjugate bit set (a lazy view: its bytes hold the unconjugated values)",
                 ".resolve_conj() (a copy)", "resolve", 1, lambda v: v.resolve_conj(),
             ))
         if x.is_neg():
             out.append(State(
-                "has its negative bit set (a lazy negated view: its bytes hold the un-negated "
-                "values)",
+                "has its negative bit set (a lazy view: its bytes hold the un-negated values)",
                 ".resolve_neg() (a copy)", "resolve", 1, lambda v: v.resolve_neg(),
             ))
         return out
@@ -677,6 +678,7 @@ class ArrayApiStrict(Namespace):
 
 class TvmFfi(Namespace):
     name = module = "tvm_ffi"
+    noun = "tensor"
     pip = "apache-tvm-ffi"
     aliases = ("tvm_ffi", "tvm")
     alias_readonly = False
@@ -711,6 +713,7 @@ class TvmFfi(Namespace):
 
 class Dlbridge(Namespace):
     name = module = pip = "dlbridge"
+    noun = "tensor"
     aliases = ("dlbridge",)
     result = "dlbridge.Tensor"
 
@@ -747,6 +750,7 @@ class TensorFlow(Namespace):
     documentation and bug reports, and the tests skip it)."""
 
     name = module = "tensorflow"
+    noun = "tensor"
     pip = "tensorflow-cpu"
     aliases = ("tensorflow", "tf")
     alias_readonly = False

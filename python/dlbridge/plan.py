@@ -352,36 +352,39 @@ def _plan(
 
     # 2. framework state
     fresh = False  # the data is a private copy already
+    is_torch = src_ns is not None and src_ns.name == "torch"
+    if is_torch:
+        b.summary = facts_of_torch(x).summary()
     states = src_ns.state(x) if src_ns is not None else []
     for st in states:
-        owner = src_ns.name if src_ns is not None else "source"
+        owner = f"{src_ns.name} {src_ns.noun}" if src_ns is not None else "source"
         if st.refuse:
-            raise Impossible(BufferError, f"the {owner} array {st.what}; call {st.fix} first")
+            raise Impossible(BufferError, f"the {owner} {st.what}; call {st.fix} first")
         enabled = st.option is None or (st.option == "detach" and detach) or (st.option == "resolve" and resolve)
         if not enabled:
             raise Impossible(
                 BufferError,
-                f"the {owner} tensor {st.what}, which DLPack cannot carry; call {st.fix} first, "
+                f"the {owner} {st.what}, which DLPack cannot carry; call {st.fix} first, "
                 f"or pass {st.option}=True to convert",
             )
         if st.copies and copy is False:
             raise Impossible(
                 BufferError,
-                f"the {owner} tensor {st.what}; resolving it with {st.fix} is a copy, which "
+                f"the {owner} {st.what}; resolving it with {st.fix.split(' (')[0]} is a copy, which "
                 "copy=False forbids",
             )
 
         def apply(c: Ctx, f=st.apply) -> None:
             c.obj = f(c.obj) if f is not None else c.obj
 
-        b.add(f"{st.fix.split(' (')[0]}: the {owner} array {st.what}", apply, st.copies,
+        b.add(f"{st.fix}: the {owner} {st.what}", apply, st.copies,
               why=f"{st.fix.split(' (')[0]} resolves state DLPack cannot carry" if st.copies else None)
         fresh = fresh or st.copies > 0
 
     # inspect the source
     source = src_ns.source(x) if src_ns is not None else x
     consumed = False
-    if src_ns is not None and src_ns.name == "torch":
+    if is_torch:
         facts = facts_of_torch(x)
         if fresh:  # resolve_conj / resolve_neg made a dense, private copy
             facts.strides, facts.data_ptr = _c_strides(facts.shape), 0
@@ -445,7 +448,7 @@ def _plan(
     ro_problem = target.readonly_why if ro and not target.alias_readonly else None
 
     if import_step is not None and not (moving and nsmod.host(dest) and import_step[2] == 0
-                                        and src_ns is not None and src_ns.name == "torch"):
+                                        and is_torch):
         text, fn, n = import_step
         if text:
             b.add(text, fn, n, why=facts.import_copy)
@@ -680,7 +683,7 @@ _IMPORT = {
     "cupy": "cupy.from_dlpack",
 }
 _ROUTE_TEXT = {
-    "ml_dtypes": "an ml_dtypes view of the bytes (numpy.from_dlpack has no {dtype}; zero-copy)",
+    "ml_dtypes": "an ml_dtypes view of the bytes (numpy.from_dlpack has no bfloat16 / float8; zero-copy)",
     "capsule": "torch.from_dlpack of a DLPack 1.3 capsule (torch asks for 1.0, which has no float8; zero-copy)",
     "host_copy": "jax.numpy.array of an ml_dtypes view (a copy: JAX's legacy capsules cannot carry float8)",
 }
