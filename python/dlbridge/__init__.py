@@ -7,7 +7,8 @@ The public API:
   ``__array_interface__``, Arrow) as a :class:`Tensor`.
 - :class:`Tensor` exports itself through ``__dlpack__``, the buffer protocol,
   ``__array_interface__`` and the Arrow PyCapsule interface.
-- :class:`DType` and :class:`Device` describe element types and devices.
+- :class:`DType` and :class:`Device` describe element types and devices; :func:`copyto`
+  copies elements into an existing tensor.
 - :func:`convert` turns an array of one library into an array of another (``"numpy"``,
   ``"torch"``, ``"jax"``, ``"dpnp"``, ``"pyarrow"``...), on the device asked, copied or not as
   asked; :func:`explain` returns its :class:`Plan` without running it.
@@ -15,7 +16,7 @@ The public API:
   :func:`describe` says what dlbridge sees in any object.
 """
 
-from ._native import DLPACK_VERSION, Device, DType, Tensor, __version__, from_dlpack
+from ._native import DLPACK_VERSION, Device, DType, Tensor, __version__, copyto, from_dlpack
 from .convert import convert, explain
 from .describe import describe
 from .host import to_host, to_memoryview, to_numpy
@@ -29,6 +30,7 @@ __all__ = [
     "Tensor",
     "__version__",
     "convert",
+    "copyto",
     "describe",
     "explain",
     "from_dlpack",

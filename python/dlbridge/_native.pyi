@@ -119,6 +119,9 @@ class Tensor:
         """This tensor on ``device`` (``"cpu"``, ``"cuda:0"``, a Device, a torch/jax/dpnp device):
         itself when already there, else a copy with ``is_copied`` set. Host results are complete
         on return; device copies are enqueued on ``stream`` (default: the legacy default stream)."""
+    def view(self, dtype: "DType | str") -> "Tensor":
+        """The same memory read as ``dtype`` (same item size), zero-copy: e.g. uint16 bytes as
+        bfloat16. ValueError when the item sizes differ."""
     def contiguous(self) -> "Tensor":
         """A C-contiguous tensor with the same values: itself when already C-contiguous."""
     def copy(self, order: Literal["C", "F"] = "C") -> "Tensor":

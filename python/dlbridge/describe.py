@@ -171,12 +171,29 @@ _PROTOCOLS = (
 )
 
 
-def protocols(x: Any) -> list[str]:
-    """The exchange protocols ``x`` offers (by its type, or set on the instance), plus
-    ``"buffer"`` for the buffer protocol and ``"capsule"`` for a raw DLPack capsule."""
+def protocols(x: Any, errors: dict[str, str] | None = None) -> list[str]:
+    """The exchange protocols ``x`` offers, plus ``"buffer"`` for the buffer protocol and
+    ``"capsule"`` for a raw DLPack capsule. A protocol that is an attribute (e.g.
+    ``__array_interface__``, ``__cuda_array_interface__``) counts only when reading it works on
+    this object (a CPU torch tensor's ``__cuda_array_interface__`` raises); what it raised goes
+    to ``errors``."""
     if is_capsule(x):
         return ["capsule"]
-    out = [p for p in _PROTOCOLS if hasattr(type(x), p) or p in getattr(x, "__dict__", {})]
+    out = []
+    for p in _PROTOCOLS:
+        attr = getattr(type(x), p, None)
+        if attr is None and p not in getattr(x, "__dict__", {}):
+            continue
+        if attr is not None and callable(attr) and not isinstance(attr, property):
+            out.append(p)
+            continue
+        try:
+            getattr(x, p)
+        except Exception as e:  # noqa: BLE001 - offered by the type, refused by this object
+            if errors is not None:
+                errors[p] = f"{type(e).__name__}: {e}"
+            continue
+        out.append(p)
     try:
         if _CheckBuffer(x):
             out.append("buffer")
@@ -286,6 +303,8 @@ def facts_of_capsule(info: CapsuleInfo, kind: str) -> Facts:
 def facts_of_torch(x: Any) -> Facts:
     """A torch tensor's facts from its own attributes (they hold even when its autograd or
     conj/neg state would make a DLPack export refuse)."""
+    if x.device.type == "meta":
+        raise RuntimeError("a meta tensor has no data")
     dev = nsmod.device_of(x) or Device("cpu")
     return Facts(
         kind="torch.Tensor",
@@ -323,7 +342,7 @@ def describe(x: Any) -> dict[str, Any]:
     out: dict[str, Any] = {
         "type": type_name(x),
         "library": None,
-        "protocols": protocols(x),
+        "protocols": [],
         "capsule": None,
         "capsule_version": None,
         "device": None,
@@ -340,6 +359,7 @@ def describe(x: Any) -> dict[str, Any]:
         "state": [],
         "errors": {},
     }
+    out["protocols"] = protocols(x, out["errors"])
     ns = nsmod.owner(x)
     if ns is not None:
         out["library"] = ns.name
@@ -356,7 +376,10 @@ def describe(x: Any) -> dict[str, Any]:
         info = peek_capsule(x)
         cap = info
     else:
-        cap, err = producer_capsule(x)
+        probe = x
+        if ns is not None and ns.name == "torch" and getattr(x, "requires_grad", False):
+            probe = x.detach()  # the capsule version torch speaks, not its autograd refusal
+        cap, err = producer_capsule(probe)
         if err:
             out["errors"]["__dlpack__"] = err
     if cap is not None:
@@ -377,7 +400,10 @@ def describe(x: Any) -> dict[str, Any]:
         except BufferError as e:
             out["errors"]["capsule"] = str(e)
     elif ns is not None and ns.name == "torch":
-        facts = facts_of_torch(x)
+        try:
+            facts = facts_of_torch(x)
+        except RuntimeError as e:  # sparse or meta tensors: no strided memory to describe
+            out["errors"]["layout"] = f"{type(e).__name__}: {e}"
     else:
         try:
             t = from_dlpack(ns.source(x) if ns is not None else x, copy=False)

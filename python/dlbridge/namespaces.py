@@ -40,7 +40,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ._native import Device, Tensor
+from ._native import Device, DType, Tensor
 
 # DLPack device types (dlpack.h)
 CPU, CUDA, CUDA_HOST, OPENCL, VULKAN, METAL, VPI, ROCM, ROCM_HOST, EXT_DEV, CUDA_MANAGED, ONEAPI = (
@@ -50,7 +50,6 @@ CPU, CUDA, CUDA_HOST, OPENCL, VULKAN, METAL, VPI, ROCM, ROCM_HOST, EXT_DEV, CUDA
 HOST_TYPES = frozenset({CPU, CUDA_HOST, ROCM_HOST, CUDA_MANAGED})
 #: Device types dlbridge itself can copy from and to (host memory; CUDA through the driver).
 DLBRIDGE_REACHES = HOST_TYPES | {CUDA}
-ALL_TYPES = frozenset(range(1, 20))
 
 SUBBYTE = ("float4_", "float6_")
 FLOAT8 = "float8"
@@ -158,22 +157,25 @@ class Namespace:
     immutable = False
     #: the library has arrays in host memory (``to_host`` returns its own arrays)
     has_host = True
-    #: the result type is checked by the tests (documentation only)
+    #: the type ``convert(..., to=this)`` returns (documentation)
     result = ""
     #: what the library calls its arrays, for messages
     noun = "array"
 
     def __init__(self) -> None:
         self._mod: Any = None
+        self._installed: bool | None = None
 
     # discovery ------------------------------------------------------------------------
     def installed(self) -> bool:
         if self.module in sys.modules:
             return True
-        try:
-            return importlib.util.find_spec(self.module) is not None
-        except (ImportError, ValueError):
-            return False
+        if self._installed is None:
+            try:
+                self._installed = importlib.util.find_spec(self.module) is not None
+            except (ImportError, ValueError):
+                self._installed = False
+        return self._installed
 
     def load(self) -> Any:
         if self._mod is None:
@@ -184,9 +186,6 @@ class Namespace:
         """The module if it has been imported (by anyone), else None: an object cannot be one
         of this library's arrays unless the library is imported."""
         return sys.modules.get(self.module)
-
-    def version(self) -> str:
-        return str(getattr(self.load(), "__version__", "?"))
 
     # source role ----------------------------------------------------------------------
     def owns(self, x: Any) -> bool:
@@ -230,7 +229,11 @@ class Namespace:
         return f"refuse: {self.name} has no {dtype} dtype"
 
     def layout_problem(self, t: "LayoutView") -> str | None:
-        """Why this library cannot alias this layout (None: it can)."""
+        """Why this library cannot alias this layout (None: it can); a copy fixes it."""
+        return None
+
+    def shape_refusal(self, shape: tuple[int, ...]) -> str | None:
+        """Why this library has no array of this shape at all (None: it has)."""
         return None
 
     def from_tensor(self, t: Tensor, route: str) -> Any:
@@ -238,10 +241,11 @@ class Namespace:
         it takes) zero-copy."""
         raise NotImplementedError
 
-    def from_host(self, t: Tensor, device: Device, route: str) -> Any | None:
-        """Copy the host tensor ``t`` to ``device`` with the library's own transfer, or None if
-        the library has none (dlbridge then moves the data itself)."""
-        return None
+    def from_host(self, t: Tensor, device: Device, route: str) -> Any:
+        """An array of this library on ``device`` copied from the host tensor ``t`` by the
+        library's own transfer. Only namespaces that override it have one; for the others
+        dlbridge (CUDA) or a library that reaches the device makes the copy."""
+        raise NotImplementedError
 
     def copy_on_device(self, t: Tensor) -> Tensor | None:
         """A copy of ``t`` on its own (non-host) device made by this library, or None."""
@@ -281,6 +285,24 @@ class NumPy(Namespace):
 
     def device(self, x):
         return Device("cpu")
+
+    def source(self, x):
+        # NumPy's __dlpack__ refuses ml_dtypes types (bfloat16, float8): hand dlbridge the
+        # same bytes as unsigned ints and view them as the real dtype (zero-copy).
+        name = x.dtype.name
+        if name not in BASIC_DTYPES and not name.startswith(SUBBYTE) and x.dtype.itemsize in (1, 2):
+            try:
+                target = DType(name)
+            except ValueError:
+                return x
+            if target.itemsize != x.dtype.itemsize:
+                return x
+            np = self.load()
+            unsigned = x.view(np.uint8 if x.dtype.itemsize == 1 else np.uint16)
+            from ._native import from_dlpack
+
+            return from_dlpack(unsigned).view(target)
+        return x
 
     def to_host(self, x):
         return x
@@ -325,7 +347,7 @@ def ml_dtypes_view(t: Tensor) -> Any:
     iface = {
         "version": 3,
         "shape": tuple(t.shape),
-        "typestr": f"<u{size}" if size > 1 else "|u1",
+        "typestr": f"{'<' if sys.byteorder == 'little' else '>'}u{size}" if size > 1 else "|u1",
         "data": (t.data_ptr, bool(t.readonly)),
         "strides": tuple(s * size for s in t.strides),
     }
@@ -356,6 +378,15 @@ class Torch(Namespace):
         return device_of(x)
 
     def state(self, x):
+        torch = self.load()
+        if x.layout != torch.strided:
+            return [State(
+                f"is {str(x.layout).removeprefix('torch.')} (DLPack describes strided memory only)",
+                ".to_dense()", None, 0, None, refuse=True,
+            )]
+        if x.device.type == "meta":
+            return [State("is on the meta device (it has no data)", ".to(device)", None, 0, None,
+                          refuse=True)]
         out = []
         if x.requires_grad:
             out.append(State(
@@ -592,7 +623,12 @@ class Dpnp(Namespace):
         return self.load().from_dlpack(t)
 
     def from_host(self, t, device, route):
-        return self.load().from_dlpack(t, device=self._sycl(device))
+        # dpnp.from_dlpack(t, device=...) copies host data itself, but its fallback mishandles
+        # strided, 0-d, empty and read-only tensors (dpnp 0.20); dpnp.asarray of a NumPy view
+        # of the same memory handles them all, in one host-to-device copy.
+        import numpy as np
+
+        return self.load().asarray(np.from_dlpack(t), device=self._sycl(device))
 
     def copy_on_device(self, t):
         from ._native import from_dlpack
@@ -637,9 +673,12 @@ class PyArrow(Namespace):
             )
         return None
 
+    def shape_refusal(self, shape):
+        if len(shape) == 0:
+            return "Arrow has no 0-d arrays; reshape to (1,) first"
+        return None
+
     def from_tensor(self, t, route):
-        if t.ndim == 0:
-            raise BufferError("Arrow has no 0-d arrays; reshape to (1,) first")
         return self.load().array(t)
 
 
@@ -848,9 +887,11 @@ class CuPy(Namespace):
         return self.load().from_dlpack(t)
 
     def from_host(self, t, device, route):
+        import numpy as np
+
         cp = self.load()
         with cp.cuda.Device(device.id):
-            return cp.asarray(memoryview(t))
+            return cp.asarray(np.from_dlpack(t))
 
     def copy_on_device(self, t):
         from ._native import from_dlpack

@@ -142,7 +142,7 @@ class Route:
             copies += n
             text = step.text
             if made is not None and made != step.copies:
-                text = f"{text} [{'skipped: not needed' if made == 0 else f'{made} copies'}]"
+                text = f"{text} [{'skipped: not needed' if made == 0 else f'{made} cop' + ('y' if made == 1 else 'ies') + ' made'}]"
             done.append(text)
             if self.ctx.finished:
                 break
@@ -164,22 +164,21 @@ def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _via(x: Any) -> str:
-    """Which protocol dlbridge's import takes for ``x`` (its documented order)."""
+    """Which protocol dlbridge's import takes for ``x`` (its documented order; by the type's
+    attributes only: this names the path, it does not probe it)."""
     if isinstance(x, Tensor):
         return "already one"
-    offered = protocols(x)
-    if "capsule" in offered:
+    if is_capsule(x):
         return "its DLPack capsule"
+    t = type(x)
     for p in ("__arrow_c_device_array__", "__arrow_c_array__", "__arrow_c_stream__"):
-        if p in offered:
+        if hasattr(t, p):
             return f"the Arrow C interface ({p})"
-    if "__dlpack__" in offered:
+    if hasattr(t, "__dlpack__"):
         return "DLPack (__dlpack__)"
-    if "buffer" in offered:
+    if "buffer" in protocols(x):
         return "the buffer protocol"
-    if "__array_interface__" in offered:
-        return "__array_interface__"
-    return "its protocols"
+    return "__array_interface__"
 
 
 def result_ptr(y: Any) -> int | None:
@@ -196,19 +195,25 @@ def _as_tensor(obj: Any) -> Tensor:
     return obj if isinstance(obj, Tensor) else from_dlpack(obj)
 
 
-def _to_host(ctx: Ctx, src: Device) -> Tensor:
+def _to_host(ctx: Ctx, src: Device) -> tuple[Tensor, int]:
     """Device-to-host copy: the producer is asked first (it knows its memory), dlbridge copies
     CUDA itself when the producer cannot, and a library that can read the device (dpnp for
-    oneAPI) is asked when the source is a bare Tensor or capsule."""
+    oneAPI) is asked when the source is a bare Tensor or capsule. Returns the host tensor and
+    the copies made: a producer's copy of read-only data can come back flagged read-only (dpnp
+    0.20 keeps READ_ONLY on its IS_COPIED export, and dlbridge keeps the flag), and a copy must
+    be writable, so such a copy is copied once more on the host."""
     source = ctx.obj if ctx.obj is not None else ctx.tensor
     try:
-        return from_dlpack(source, device="cpu")
+        t = from_dlpack(source, device="cpu", copy=True)
     except BufferError:
         helper = nsmod.device_helper(src)
         if helper is None:
             raise
         tensor = ctx.tensor if ctx.tensor is not None else _as_tensor(source)
-        return from_dlpack(helper.from_tensor(tensor, "dlpack"), device="cpu")
+        t = from_dlpack(helper.from_tensor(tensor, "dlpack"), device="cpu", copy=True)
+    if t.readonly:
+        return t.copy(), 2
+    return t, 1
 
 
 def _copy_on_device(ctx: Ctx, dev: Device) -> Tensor:
@@ -307,7 +312,7 @@ def build(
     target = nsmod.get(to)
     want = None if device is None else Device(device)
     src_ns = nsmod.owner(x)
-    kind = type_name(x)
+    kind = "DLPack capsule" if is_capsule(x) else type_name(x)
     b = _Builder(kind, target)
     ctx = Ctx(obj=x)
     try:
@@ -354,7 +359,10 @@ def _plan(
     fresh = False  # the data is a private copy already
     is_torch = src_ns is not None and src_ns.name == "torch"
     if is_torch:
-        b.summary = facts_of_torch(x).summary()
+        try:
+            b.summary = facts_of_torch(x).summary()
+        except RuntimeError:  # sparse tensors have no strides: refused just below
+            pass
     states = src_ns.state(x) if src_ns is not None else []
     for st in states:
         owner = f"{src_ns.name} {src_ns.noun}" if src_ns is not None else "source"
@@ -402,7 +410,7 @@ def _plan(
             facts = facts_of_capsule(info, "DLPack capsule")
         except BufferError as e:
             raise Impossible(BufferError, str(e)) from None
-        import_step = ("import the capsule (consumed)", _ok, 0)
+        import_step = (_CAPSULE_STEP, _ok, 0)
     else:
         facts, import_step = _import(ctx, source, kind, src_ns, copy)
         consumed = is_capsule(x)
@@ -416,6 +424,9 @@ def _plan(
     route = target.dtype_route(facts.dtype)
     if route.startswith("refuse:"):
         raise Impossible(BufferError, route.removeprefix("refuse:").strip())
+    refusal = target.shape_refusal(facts.shape)
+    if refusal:
+        raise Impossible(BufferError, refusal)
 
     # 4. device
     src_dev = facts.device
@@ -467,7 +478,7 @@ def _plan(
 
     if moving:
         if nsmod.host(dest):
-            _plan_to_host(b, ctx, x, src_dev, dest, src_ns, kind)
+            _plan_to_host(b, ctx, x, src_dev, dest, src_ns, kind, readonly=facts.readonly)
             fresh = True
             if problem:
                 b.add(
@@ -491,7 +502,7 @@ def _plan(
                   d2d, 1, why=f"the data is on {src_dev} and device={dest}")
             _final(b, target, route, expect_alias=True, copy=copy)
             return
-        _plan_to_host(b, ctx, x, src_dev, Device("cpu"), src_ns, kind, staged=True)
+        _plan_to_host(b, ctx, x, src_dev, Device("cpu"), src_ns, kind, staged=True, readonly=facts.readonly)
         if problem:
             b.add(f"C-order copy on the host: {problem}", _host_fix(target, lay), 1, why=problem)
         _plan_from_host(b, target, route, Device("cpu"), dest)
@@ -521,18 +532,25 @@ def _plan(
         if nsmod.host(src_dev):
             b.add(f"C-order copy on the host: {'; '.join(reasons)}", _copy_host, 1, why=reasons[0])
         else:
-            if src_dev.type not in nsmod.DLBRIDGE_REACHES and (ctx.obj is None or isinstance(ctx.obj, Tensor)):
-                if nsmod.device_helper(src_dev) is None:
+            bare = ctx.obj is None or isinstance(ctx.obj, Tensor)
+            helper = nsmod.device_helper(src_dev)
+            if src_dev.type in nsmod.DLBRIDGE_REACHES:
+                who = "dlbridge" if bare else "the producer, else dlbridge"
+            elif bare:
+                if helper is None:
                     raise Impossible(
                         BufferError,
                         f"{'; '.join(reasons)}; dlbridge cannot copy memory on {src_dev} and no "
                         "installed library can",
                     )
+                who = helper.name
+            else:
+                who = "the producer" + (f", else {helper.name}" if helper is not None else "")
 
             def dev_copy(c: Ctx, dev: Device = src_dev) -> None:
                 c.tensor = _copy_on_device(c, dev)
 
-            b.add(f"copy on {src_dev} (asked of the producer): {'; '.join(reasons)}", dev_copy, 1,
+            b.add(f"copy on {src_dev}, made by {who}: {'; '.join(reasons)}", dev_copy, 1,
                   why=reasons[0])
     if not reasons and not facts.readonly and target.immutable and not fresh:
         b.notes.append(
@@ -582,7 +600,12 @@ def _import(
     facts = facts_of_tensor(t, kind, library)
     if isinstance(source, Tensor):
         return facts, ("", _ok, 0)  # nothing to say
+    if is_capsule(source):
+        return facts, (_CAPSULE_STEP, _ok, 0)
     return facts, (f"import {kind} as a dlbridge.Tensor through {via} (zero-copy)", _ok, 0)
+
+
+_CAPSULE_STEP = "import the DLPack capsule as a dlbridge.Tensor (zero-copy; the capsule is consumed)"
 
 
 def _copy_host(c: Ctx) -> None:
@@ -608,7 +631,7 @@ def _host_fix(target: nsmod.Namespace, lay: nsmod.LayoutView) -> Callable[[Ctx],
 
 def _plan_to_host(
     b: _Builder, ctx: Ctx, x: Any, src: Device, dest: Device, src_ns: nsmod.Namespace | None,
-    kind: str, staged: bool = False,
+    kind: str, staged: bool = False, readonly: bool = False,
 ) -> None:
     bare = ctx.obj is None or isinstance(ctx.obj, Tensor)
     if src.type in nsmod.DLBRIDGE_REACHES:
@@ -626,11 +649,18 @@ def _plan_to_host(
         else:
             who = f"the producer ({kind})"
 
-    def d2h(c: Ctx, s: Device = src) -> None:
-        c.tensor = _to_host(c, s)
+    def d2h(c: Ctx, s: Device = src) -> int:
+        c.tensor, made = _to_host(c, s)
+        return made
 
     stage = " (staged through the host: no library copies between these devices directly)" if staged else ""
-    b.add(f"device-to-host copy {src} -> {dest}, made by {who}{stage}", d2h, 1,
+    copies, extra = 1, ""
+    if readonly:
+        copies, extra = 2, (
+            "; the producer's copy of read-only data may come back read-only, and then it is "
+            "copied once more on the host (a copy is writable)"
+        )
+    b.add(f"device-to-host copy {src} -> {dest}, made by {who}{stage}{extra}", d2h, copies,
           why=f"the data is on {src} and the result goes to {b.device}")
 
 

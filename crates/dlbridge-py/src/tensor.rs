@@ -81,7 +81,7 @@ fn scalar<'py>(py: Python<'py>, dtype: DType, b: &[u8]) -> PyResult<Bound<'py, P
         }
         _ => {
             return Err(PyBufferError::new_err(format!(
-                "tolist() has no Python scalar for {dtype}; convert with numpy and ml_dtypes (numpy.from_dlpack) instead"
+                "tolist() has no Python scalar for {dtype}; use dlbridge.to_numpy(t) (ml_dtypes) and convert from there"
             )))
         }
     };
@@ -230,6 +230,24 @@ impl PyTensor {
         }
         let mut items = bytes.chunks_exact(itemsize).map(|b| scalar(py, dtype, b));
         nest(py, self.0.shape(), &mut items)
+    }
+
+    /// The same memory read as `dtype` (a name or DType of the same item size), zero-copy:
+    /// e.g. uint16 bytes as bfloat16. ValueError when the item sizes differ.
+    fn view<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyTensor>> {
+        let dtype = match dtype.cast::<PyDType>() {
+            Ok(d) => d.get().0,
+            Err(_) => {
+                let name: String = dtype.extract()?;
+                DType::from_name(&name)
+                    .ok_or_else(|| PyValueError::new_err(format!("unknown dtype name {name:?}")))?
+            }
+        };
+        new_tensor(py, self.0.view_as(dtype)?)
     }
 
     /// A new, writable, contiguous copy (`order` "C" or "F") with `is_copied` set.

@@ -240,6 +240,22 @@ impl Tensor {
         self
     }
 
+    /// The same memory read as `dtype`, which must have the same item size (e.g. `uint16` bytes
+    /// as `bfloat16`); flags and layout are kept. Packed sub-byte types are refused.
+    pub fn view_as(&self, dtype: DType) -> Result<Self> {
+        if dtype.itemsize() != self.itemsize() || dtype.is_subbyte() || self.dtype.is_subbyte() {
+            return Err(Error::InvalidArgument(format!(
+                "cannot view {} ({} bytes per element) as {dtype} ({} bytes per element)",
+                self.dtype,
+                self.itemsize(),
+                dtype.itemsize()
+            )));
+        }
+        let mut view = self.clone();
+        view.dtype = dtype;
+        Ok(view)
+    }
+
     /// A copy that no one else aliases (`is_copied`) made writable: the consumer of a fresh
     /// copy owns it alone, whatever the source's read-only status was. Other tensors are
     /// returned unchanged.
@@ -336,6 +352,21 @@ impl fmt::Debug for Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn views_reinterpret_same_sized_items() {
+        let t = Tensor::from_vec(vec![0x3f80u16, 0x4000], &[2]).unwrap();
+        let bf = t.view_as(DType::BFLOAT16).unwrap();
+        assert_eq!(
+            bf.to_vec::<half::bf16>().unwrap(),
+            vec![half::bf16::from_f32(1.0), half::bf16::from_f32(2.0)]
+        );
+        assert_eq!(bf.data_ptr(), t.data_ptr());
+        assert!(t.view_as(DType::FLOAT32).is_err());
+        assert!(t
+            .view_as(DType::from_name("float4_e2m1fn").unwrap())
+            .is_err());
+    }
 
     #[test]
     fn zeros_are_zero_and_writable() {

@@ -79,11 +79,14 @@ pub fn import(obj: &Bound<'_, PyAny>, iface: &Bound<'_, PyAny>) -> PyResult<Tens
     let dtype = DType::from_typestr(&typestr)?;
     let itemsize = dtype.itemsize();
     let strides = match get("strides")? {
-        Some(s) if !s.is_none() => Some(element_strides(
-            &shape,
-            ints(obj, &s, "strides")?.into_iter(),
-            itemsize,
-        )?),
+        Some(s) if !s.is_none() => {
+            let bytes = ints(obj, &s, "strides")?;
+            if bytes.len() != shape.len() {
+                let what = format!("{} strides for {} dimensions", bytes.len(), shape.len());
+                return Err(malformed(obj, &what));
+            }
+            Some(element_strides(&shape, bytes.into_iter(), itemsize)?)
+        }
         _ => None,
     };
     let layout = Layout::new(&shape, strides.as_deref(), itemsize)?;
@@ -137,7 +140,7 @@ pub fn export<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'py, PyDi
     let dtype = tensor.dtype();
     let typestr = dtype.typestr().ok_or_else(|| {
         buffer_error(format!(
-            "dtype {dtype} has no NumPy typestr; exchange it through DLPack (numpy.from_dlpack) instead, with ml_dtypes installed"
+            "dtype {dtype} has no NumPy typestr; use dlbridge.to_numpy(t) (an ml_dtypes view, zero-copy, needs ml_dtypes) or a DLPack consumer that has {dtype}"
         ))
     })?;
     let dict = PyDict::new(py);

@@ -167,7 +167,7 @@ pub unsafe fn fill(
     let dtype = tensor.dtype();
     let format = dtype.buffer_format_cstr().ok_or_else(|| {
         buffer_error(format!(
-            "dtype {dtype} has no buffer-protocol format; exchange it through DLPack (from_dlpack) instead, e.g. numpy with ml_dtypes"
+            "dtype {dtype} has no buffer-protocol format; use DLPack with a consumer that has {dtype}, or dlbridge.to_numpy(t) for an ml_dtypes NumPy view"
         ))
     })?;
     let contiguous_request = |mask: c_int| flags & mask == mask;

@@ -266,6 +266,14 @@ pub fn apply_policy(
         }
         .into()),
         None if needs_realignment(tensor) => Ok(Some(tensor.copy(Order::C)?)),
+        // A producer's fresh copy (IS_COPIED) is the consumer's alone: writable, even when the
+        // producer kept its source's READ_ONLY on it (dpnp does).
+        Some(true) if tensor.readonly() && tensor.is_copied() => {
+            Ok(Some(tensor.clone().into_writable_copy()))
+        }
+        _ if device.is_some() && tensor.readonly() && tensor.is_copied() => {
+            Ok(Some(tensor.clone().into_writable_copy()))
+        }
         _ => Ok(None),
     }
 }
