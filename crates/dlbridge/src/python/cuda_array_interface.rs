@@ -28,8 +28,8 @@ use crate::device::{Device, DeviceType};
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::layout::Layout;
-use crate::python::buffer::element_strides;
 use crate::python::errors::buffer_error;
+use crate::python::interface_dict::{Fields, InterfaceDict};
 use crate::tensor::Tensor;
 
 /// The fields of a `__cuda_array_interface__` dict, validated (no driver needed).
@@ -47,116 +47,23 @@ pub struct Parsed {
     pub stream: Option<StreamRequest>,
 }
 
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_default()
-}
-
-fn malformed(obj: &Bound<'_, PyAny>, what: &str) -> PyErr {
-    buffer_error(format!(
-        "{}.__cuda_array_interface__ is malformed: {what}",
-        type_name(obj)
-    ))
-}
-
-fn ints(obj: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>, key: &str) -> PyResult<Vec<i64>> {
-    let bad = || malformed(obj, &format!("'{key}' must be a tuple of ints"));
-    let tuple = value.cast::<PyTuple>().map_err(|_| bad())?;
-    tuple
-        .iter()
-        .map(|v| v.extract::<i64>().map_err(|_| bad()))
-        .collect()
-}
-
 /// Validate the dict `iface` of `obj` (used in messages) without touching the driver.
 pub fn parse(obj: &Bound<'_, PyAny>, iface: &Bound<'_, PyAny>) -> PyResult<Parsed> {
-    let dict = iface
-        .cast::<PyDict>()
-        .map_err(|_| malformed(obj, "it is not a dict"))?;
-    let get = |key: &str| dict.get_item(key);
-    let version = match get("version")? {
-        Some(v) => v
-            .extract::<i64>()
-            .map_err(|_| malformed(obj, "'version' must be an int"))?,
-        None => return Err(malformed(obj, "'version' is missing")),
-    };
-    if !(0..=3).contains(&version) {
-        return Err(malformed(
-            obj,
-            &format!("version {version} is not supported (dlbridge reads versions 0 to 3)"),
-        ));
-    }
-    if get("mask")?.is_some_and(|m| !m.is_none()) {
-        return Err(buffer_error(format!(
-            "{}.__cuda_array_interface__ has a mask (masked array), which cannot be exchanged; fill the masked values first",
-            type_name(obj)
-        )));
-    }
-    let shape = ints(
-        obj,
-        &get("shape")?.ok_or_else(|| malformed(obj, "'shape' is missing"))?,
-        "shape",
-    )?;
-    let typestr: String = get("typestr")?
-        .ok_or_else(|| malformed(obj, "'typestr' is missing"))?
-        .extract()
-        .map_err(|_| malformed(obj, "'typestr' must be a str"))?;
-    if let Some(descr) = get("descr")? {
-        let simple = descr.len().ok() == Some(1)
-            && descr
-                .get_item(0)
-                .and_then(|f| f.get_item(0))
-                .and_then(|n| n.extract::<String>())
-                .is_ok_and(|n| n.is_empty());
-        if !simple {
-            return Err(buffer_error(
-                "structured dtypes (a 'descr' with fields) cannot be exchanged",
-            ));
-        }
-    }
-    let dtype = DType::from_typestr(&typestr)?;
-    let itemsize = dtype.itemsize();
-    let strides = match get("strides")? {
-        Some(s) if !s.is_none() => {
-            let bytes = ints(obj, &s, "strides")?;
-            if bytes.len() != shape.len() {
-                return Err(malformed(
-                    obj,
-                    &format!("{} strides for {} dimensions", bytes.len(), shape.len()),
-                ));
-            }
-            Some(element_strides(&shape, bytes.into_iter(), itemsize)?)
-        }
-        _ => None,
-    };
-    let layout = Layout::new(&shape, strides.as_deref(), itemsize)?;
-    let data = get("data")?.ok_or_else(|| malformed(obj, "'data' is missing"))?;
-    let tuple = data
-        .cast::<PyTuple>()
-        .ok()
-        .filter(|t| t.len() == 2)
-        .ok_or_else(|| malformed(obj, "'data' must be a tuple (address, readonly)"))?;
-    let address: usize = tuple
-        .get_item(0)?
-        .extract()
-        .map_err(|_| malformed(obj, "the data address must be a non-negative int"))?;
-    let readonly = tuple.get_item(1)?.is_truthy()?;
-    if address == 0 && layout.size() > 0 {
-        return Err(Error::InvalidLayout(format!(
-            "{}.__cuda_array_interface__ data address is NULL for a non-empty array",
-            type_name(obj)
-        ))
-        .into());
-    }
-    let stream = match get("stream")? {
+    let dict = InterfaceDict::new(obj, iface, "__cuda_array_interface__")?;
+    dict.version(0..=3, None)?;
+    let Fields {
+        dtype,
+        layout,
+        address,
+        readonly,
+    } = dict.fields()?;
+    let stream = match dict.get("stream")? {
         Some(s) if !s.is_none() => {
             let value: i64 = s
                 .extract()
-                .map_err(|_| malformed(obj, "'stream' must be None or an int"))?;
+                .map_err(|_| dict.malformed("'stream' must be None or an int"))?;
             let request = cuda::parse_stream(Device::new(DeviceType::CUDA, 0), Some(value))
-                .map_err(|e| malformed(obj, &e.to_string()))?;
+                .map_err(|e| dict.malformed(&e.to_string()))?;
             Some(request)
         }
         _ => None,

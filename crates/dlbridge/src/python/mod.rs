@@ -13,5 +13,6 @@ pub mod cuda_array_interface;
 pub mod errors;
 pub mod exchange;
 pub mod import;
+pub mod interface_dict;
 pub mod protocols;
 pub mod torch;
