@@ -15,54 +15,31 @@ size shows that nothing scales with the data. A conversion that raises is report
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import gc
 import os
 import platform
-import shlex
-import statistics
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import (  # noqa: E402 - benches/ is put on sys.path just above
+    Timing,
+    command_line,
+    cpu_model,
+    fmt_ratio,
+    format_versions,
+    loadavg,
+    measure_pair,
+    utc_now,
+    write_results,
+)
 
 FULL = {"number": 2000, "samples": 31, "warmup": 500}
 QUICK = {"number": 200, "samples": 5, "warmup": 50}
 
 #: (label, number of float32 elements); N-d rows use cells of 4 x 4.
 SIZES = [("16 elements", 16), ("1M elements", 1 << 20)]
-
-
-def make_loop(stmt: str, ns: dict[str, Any]) -> Callable[[int], int]:
-    """``for _ in range(n): <stmt>`` compiled in place (no extra call frame), elapsed ns."""
-    src = (
-        "def _loop(_n, _clock=_clock):\n"
-        "    _it = range(_n)\n"
-        "    _t0 = _clock()\n"
-        "    for _ in _it:\n"
-        f"        {stmt}\n"
-        "    return _clock() - _t0\n"
-    )
-    g = dict(ns)
-    g["_clock"] = time.perf_counter_ns
-    exec(compile(src, f"<bench {stmt}>", "exec"), g)  # noqa: S102 - our own fixed strings
-    return g["_loop"]
-
-
-@dataclass
-class Timing:
-    min_ns: float | None = None
-    med_ns: float | None = None
-    error: str | None = None
-
-    def cell(self) -> str:
-        if self.error:
-            return self.error
-        return f"{self.min_ns:,.0f} / {self.med_ns:,.0f}"
 
 
 @dataclass
@@ -79,34 +56,6 @@ class Row:
         if self.a.med_ns is None or self.b.med_ns is None:
             return None
         return self.a.med_ns / self.b.med_ns
-
-
-def measure(row: Row, ns: dict[str, Any], number: int, samples: int, warmup: int) -> None:
-    loops: list[Callable[[int], int] | None] = []
-    timings = (row.a, row.b)
-    for stmt, timing in zip((row.conversion, row.baseline), timings):
-        try:
-            loop = make_loop(stmt, ns)
-            loop(warmup)
-            loops.append(loop)
-        except Exception as exc:  # noqa: BLE001 - reported in the table
-            timing.error = f"error: {type(exc).__name__}"
-            loops.append(None)
-    per_call: list[list[float]] = [[], []]
-    gc.collect()
-    gc.disable()
-    try:
-        for s in range(samples):
-            for i in ((0, 1) if s % 2 == 0 else (1, 0)):
-                loop = loops[i]
-                if loop is not None:
-                    per_call[i].append(loop(number) / number)
-    finally:
-        gc.enable()
-    for i, timing in enumerate(timings):
-        if per_call[i]:
-            timing.min_ns = min(per_call[i])
-            timing.med_ns = statistics.median(per_call[i])
 
 
 def namespace(n: int) -> dict[str, Any]:
@@ -156,27 +105,12 @@ def versions() -> str:
 
     import dlbridge
 
-    return ", ".join(
-        f"{m.__name__} {getattr(m, '__version__', '?')}" for m in (dlbridge, numpy, pyarrow)
-    )
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+    return format_versions({"dlbridge": dlbridge, "numpy": numpy, "pyarrow": pyarrow})
 
 
 def report(results: list[Row], params: dict[str, int], command: str, quick: bool) -> str:
-    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    try:
-        load = " / ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        load = "unknown"
+    now = utc_now()
+    load = loadavg()
     lines = [
         "# Arrow <-> dlbridge <-> NumPy: ns per conversion",
         "",
@@ -198,10 +132,9 @@ def report(results: list[Row], params: dict[str, int], command: str, quick: bool
         "|---|---|---|---:|---:|---:|",
     ]
     for r in results:
-        ratio = "—" if r.ratio is None else f"{r.ratio:.2f}x"
         lines.append(
             f"| `{r.conversion}` | `{r.baseline}` | {r.size} | {r.a.cell()} | {r.b.cell()} "
-            f"| {ratio} |"
+            f"| {fmt_ratio(r.ratio)} |"
         )
     lines += ["", "Notes:", ""]
     seen = set()
@@ -223,16 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     for label, n in SIZES:
         ns = namespace(n)
         for row in rows(label):
-            measure(row, ns, **params)
+            row.a, row.b = measure_pair(row.conversion, row.baseline, ns, **params)
             results.append(row)
             print(f"{row.conversion:55s} {label:12s} {row.a.cell():>22s} {row.b.cell():>22s}"
-                  f" {'' if row.ratio is None else f'{row.ratio:.2f}x'}", flush=True)
-    command = "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(__file__)] + sys.argv[1:])
+                  f" {fmt_ratio(row.ratio, none='')}", flush=True)
+    command = command_line("benches/bench_arrow.py", argv)
     text = report(results, params, command, args.quick)
     if not args.no_write:
-        out = args.out or RESULTS / ("arrow-quick.md" if args.quick else "arrow.md")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text)
+        out = write_results(text, args.out, "arrow", args.quick)
         print(f"wrote {out}")
     return 0
 

@@ -15,37 +15,35 @@ A missing library skips its rows; a statement that raises is reported as ``error
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import gc
-import importlib
 import os
 import platform
-import shlex
 import statistics
-import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import (  # noqa: E402 - benches/ is put on sys.path just above
+    command_line,
+    cpu_model,
+    error_name,
+    fmt_ratio,
+    format_versions,
+    git_rev,
+    import_into,
+    loadavg,
+    make_once,
+    sample_interleaved,
+    try_import,
+    utc_now,
+    write_results,
+)
+
 SIDE = 4096  # 4096 x 4096 float32 = 64 MiB
 
 FULL = {"samples": 31, "warmup": 3}
 QUICK = {"samples": 5, "warmup": 1}
-
-
-def _try_import(name: str) -> Any | None:
-    try:
-        return importlib.import_module(name)
-    except Exception:  # noqa: BLE001 - a broken install is as good as a missing one here
-        return None
-
-
-def _version(mod: Any | None) -> str:
-    return "not installed" if mod is None else str(getattr(mod, "__version__", "?"))
 
 
 @dataclass
@@ -82,21 +80,10 @@ class Group:
         return next(e for e in self.entries if e.ours)
 
 
-def _compile(stmt: str, ns: dict[str, Any]) -> Callable[[], float]:
-    src = (
-        "def _once(_clock=_clock):\n"
-        "    _t0 = _clock()\n"
-        f"    {stmt}\n"
-        "    return _clock() - _t0\n"
-    )
-    g = dict(ns)
-    g["_clock"] = time.perf_counter
-    exec(compile(src, f"<bench {stmt}>", "exec"), g)  # noqa: S102 - our own fixed strings
-    return g["_once"]
-
-
 def run_group(group: Group, ns: dict[str, Any], missing: dict[str, str], samples: int,
               warmup: int) -> None:
+    """Time every entry of ``group`` (one call per sample, samples interleaved) into its
+    ``times``; an entry whose library is missing is skipped, one that raises gets ``error``."""
     live: list[tuple[Entry, Callable[[], float]]] = []
     for e in group.entries:
         absent = [missing[n] for n in e.needs if n in missing]
@@ -104,28 +91,17 @@ def run_group(group: Group, ns: dict[str, Any], missing: dict[str, str], samples
             e.skipped = absent[0]
             continue
         try:
-            f = _compile(e.stmt, ns)
+            f = make_once(e.stmt, ns)
             for _ in range(warmup):
                 f()
             live.append((e, f))
         except Exception as exc:  # noqa: BLE001 - reported in the table
             e.error = f"error: {type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}"
-    gc.collect()
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for s in range(samples):
-            k = s % len(live) if live else 0
-            for e, f in live[k:] + live[:k]:  # rotate who goes first
-                if e.error:
-                    continue
-                try:
-                    e.times.append(f())
-                except Exception as exc:  # noqa: BLE001
-                    e.error = f"error: {type(exc).__name__}"
-    finally:
-        if enabled:
-            gc.enable()
+    times, errors = sample_interleaved([f for _, f in live], samples)
+    for (e, _), t, exc in zip(live, times, errors):
+        e.times = t
+        if exc is not None:
+            e.error = error_name(exc)
 
 
 def build_namespace(np: Any) -> tuple[dict[str, Any], dict[str, str]]:
@@ -135,20 +111,14 @@ def build_namespace(np: Any) -> tuple[dict[str, Any], dict[str, str]]:
     a = rng.random((SIDE, SIDE), dtype=np.float32)
     ns["a"] = a
     ns["np_dst"] = np.empty_like(a)
-    dlbridge = _try_import("dlbridge")
-    if dlbridge is None:
-        missing["dlbridge"] = "dlbridge not importable"
-    else:
-        ns["dlbridge"] = dlbridge
+    dlbridge = import_into(ns, missing, "dlbridge", "dlbridge", "dlbridge not importable")
+    if dlbridge is not None:
         ns["x"] = dlbridge.from_dlpack(a)
         ns["dl_dst"] = dlbridge.from_dlpack(ns["np_dst"])
         if not hasattr(dlbridge, "copyto"):
             missing["copyto"] = "dlbridge.copyto is not exposed (yet)"
-    torch = _try_import("torch")
-    if torch is None:
-        missing["torch"] = "torch not installed"
-    else:
-        ns["torch"] = torch
+    torch = import_into(ns, missing, "torch", "torch", "torch not installed")
+    if torch is not None:
         ns["t"] = torch.from_numpy(a.copy())
         ns["t_dst"] = torch.empty_like(ns["t"])
     return ns, missing
@@ -261,7 +231,7 @@ def render_group(g: Group) -> str:
         elif ours.med is None:
             ratio = "—"
         else:
-            ratio = f"{e.med / ours.med:.2f}x"
+            ratio = fmt_ratio(e.med / ours.med)
         lines.append(f"| `{e.label}` | {_ms(e.best)} / {_ms(e.med)} | {ratio} |")
     ref = _reference(g)
     if g.target is not None:
@@ -270,38 +240,9 @@ def render_group(g: Group) -> str:
             verdict = "not measured"
         else:
             r = ref.med / ours.med
-            verdict = f"{r:.2f}x — {'met' if r >= g.target else '**not met**'}"
+            verdict = f"{fmt_ratio(r)} — {'met' if r >= g.target else '**not met**'}"
         lines += ["", f"Target: dlbridge >= {g.target:g}x the speed of {who}: {verdict}."]
     return "\n".join(lines)
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _git_rev() -> str:
-    try:
-        rev = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(HERE.parent), "status", "--porcelain",
-                                "--untracked-files=no"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return rev + (" (+ uncommitted changes)" if dirty else "")
-    except Exception:  # noqa: BLE001
-        return "unknown"
-
-
-def _loadavg() -> str:
-    try:
-        return " / ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
 
 
 def _thp() -> str:
@@ -313,7 +254,7 @@ def _thp() -> str:
 
 def header(mods: dict[str, Any], params: dict[str, int], command: str, quick: bool,
            load: str) -> str:
-    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    now = utc_now()
     torch = mods.get("torch")
     threads = f"torch threads {torch.get_num_threads()}" if torch is not None else "no torch"
     return "\n".join([
@@ -329,12 +270,12 @@ def header(mods: dict[str, Any], params: dict[str, int], command: str, quick: bo
         f"{params['samples']} samples of one call per statement, {params['warmup']} warm-up "
         "calls, gc disabled while timing",
         f"- Python: {platform.python_implementation()} {platform.python_version()}",
-        f"- versions: " + ", ".join(f"{k} {_version(m)}" for k, m in mods.items()),
-        f"- dlbridge commit: {_git_rev()}",
-        f"- CPU: {_cpu_model()} ({os.cpu_count()} logical CPUs; {threads}; dlbridge uses a "
+        f"- versions: {format_versions(mods)}",
+        f"- dlbridge commit: {git_rev()}",
+        f"- CPU: {cpu_model()} ({os.cpu_count()} logical CPUs; {threads}; dlbridge uses a "
         "rayon pool of one thread per CPU; NumPy copies on one thread)",
         f"- transparent huge pages: {_thp()}",
-        f"- load average (1/5/15 min): {load} at start, {_loadavg()} at the end (other processes "
+        f"- load average (1/5/15 min): {load} at start, {loadavg()} at the end (other processes "
         "share these CPUs: interleaved samples keep the ratios comparable, absolute times "
         "drift with load; parallel kernels suffer most when a CPU is taken)",
         "",
@@ -353,8 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args(argv)
 
-    load = _loadavg()
-    np = _try_import("numpy")
+    load = loadavg()
+    np = try_import("numpy")
     if np is None:
         print("numpy is required for this benchmark", file=sys.stderr)
         return 1
@@ -368,13 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     for g in groups():
         run_group(g, ns, missing, params["samples"], params["warmup"])
         out.append(render_group(g))
-    command = "python " + " ".join(shlex.quote(a) for a in [sys.argv[0], *(argv or sys.argv[1:])])
+    command = command_line("benches/bench_copy.py", argv)
     text = header(mods, params, command, args.quick, load) + "\n\n" + "\n\n".join(out) + "\n"
     print(text)
     if not args.no_write:
-        path = args.out or RESULTS / ("copy-quick.md" if args.quick else "copy.md")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        path = write_results(text, args.out, "copy", args.quick)
         print(f"wrote {path}", file=sys.stderr)
     return 0
 

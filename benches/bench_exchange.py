@@ -14,124 +14,36 @@ reported as ``error: <ExceptionType>`` instead of a time. See benches/README.md.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import gc
-import importlib
 import os
 import platform
-import shlex
-import statistics
-import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import (  # noqa: E402 - benches/ is put on sys.path just above
+    Timing,
+    command_line,
+    cpu_model,
+    fmt_ratio,
+    format_versions,
+    git_rev,
+    import_into,
+    loadavg,
+    make_loop,
+    measure_pair,
+    native_build,
+    try_import,
+    utc_now,
+    write_results,
+)
+
 N_ELEMS = 16
 _LOAD_AT_START = "unknown"
 
 FULL = {"number": 2000, "samples": 41, "warmup": 1000}
 QUICK = {"number": 200, "samples": 5, "warmup": 100}
-
-
-# ---------------------------------------------------------------------------- libraries
-
-
-def _try_import(name: str) -> Any | None:
-    try:
-        return importlib.import_module(name)
-    except Exception:  # noqa: BLE001 - a broken install is as good as a missing one here
-        return None
-
-
-def _version(mod: Any | None) -> str:
-    if mod is None:
-        return "not installed"
-    return str(getattr(mod, "__version__", "?"))
-
-
-# ---------------------------------------------------------------------------- timing
-
-
-def _make_loop(stmt: str, ns: dict[str, Any]) -> Callable[[int], int]:
-    """Compile ``for _ in range(n): <stmt>`` into a function returning elapsed ns.
-
-    The statement is compiled in place (like timeit), so no extra Python call frame
-    (lambda, partial) is added to either side of a comparison; names in ``stmt`` are
-    looked up in ``ns`` as fast globals."""
-    src = (
-        "def _loop(_n, _clock=_clock):\n"
-        "    _it = range(_n)\n"
-        "    _t0 = _clock()\n"
-        "    for _ in _it:\n"
-        f"        {stmt}\n"
-        "    return _clock() - _t0\n"
-    )
-    g = dict(ns)
-    g["_clock"] = time.perf_counter_ns
-    exec(compile(src, f"<bench {stmt}>", "exec"), g)  # noqa: S102 - our own fixed strings
-    return g["_loop"]
-
-
-@dataclass
-class Timing:
-    min_ns: float | None = None
-    med_ns: float | None = None
-    error: str | None = None
-    detail: str = ""
-
-    def cell(self) -> str:
-        if self.error:
-            return self.error
-        return f"{self.min_ns:,.0f} / {self.med_ns:,.0f}"
-
-
-def _error_name(exc: BaseException) -> str:
-    return f"error: {type(exc).__name__}"
-
-
-def measure_pair(
-    stmt_a: str, stmt_b: str, ns: dict[str, Any], *, number: int, samples: int, warmup: int
-) -> tuple[Timing, Timing]:
-    """Time two statements, samples interleaved (a, b, b, a, a, b, ...), gc off."""
-    loops: list[Callable[[int], int] | None] = []
-    out = [Timing(), Timing()]
-    for i, stmt in enumerate((stmt_a, stmt_b)):
-        try:
-            loop = _make_loop(stmt, ns)
-            loop(1)  # does it work at all?
-            loop(warmup)
-            loops.append(loop)
-        except Exception as exc:  # noqa: BLE001 - reported in the table
-            out[i].error = _error_name(exc)
-            out[i].detail = str(exc).splitlines()[0][:200] if str(exc) else ""
-            loops.append(None)
-    per_call: list[list[float]] = [[], []]
-    gc.collect()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for s in range(samples):
-            order = (0, 1) if s % 2 == 0 else (1, 0)  # alternate who goes first
-            for i in order:
-                loop = loops[i]
-                if loop is None or out[i].error:
-                    continue
-                try:
-                    per_call[i].append(loop(number) / number)
-                except Exception as exc:  # noqa: BLE001
-                    out[i].error = _error_name(exc)
-    finally:
-        if was_enabled:
-            gc.enable()
-    for i in (0, 1):
-        if not out[i].error and per_call[i]:
-            out[i].min_ns = min(per_call[i])
-            out[i].med_ns = statistics.median(per_call[i])
-    return out[0], out[1]
 
 
 # ---------------------------------------------------------------------------- rows
@@ -162,56 +74,35 @@ def build_namespace(np: Any) -> tuple[dict[str, Any], dict[str, str]]:
     ns: dict[str, Any] = {"np": np}
     missing: dict[str, str] = {}
 
-    dlbridge = _try_import("dlbridge")
-    if dlbridge is None:
-        missing["dlbridge"] = "dlbridge not importable"
-    else:
-        ns["dlbridge"] = dlbridge
-
+    dlbridge = import_into(ns, missing, "dlbridge", "dlbridge", "dlbridge not importable")
     np_array = np.arange(N_ELEMS, dtype=np.float32)
     ns["np_array"] = np_array
     if dlbridge is not None:
         ns["tensor"] = dlbridge.from_dlpack(np_array)
 
-    torch = _try_import("torch")
-    if torch is None:
-        missing["torch"] = "torch not installed"
-    else:
-        ns["torch"] = torch
+    torch = import_into(ns, missing, "torch", "torch", "torch not installed")
+    if torch is not None:
         ns["torch_t"] = torch.arange(N_ELEMS, dtype=torch.float32)
 
-    jax = _try_import("jax")
-    jnp = _try_import("jax.numpy") if jax is not None else None
-    if jnp is None:
-        missing["jnp"] = "jax not installed"
-    else:
-        ns["jnp"] = jnp
+    jnp = import_into(ns, missing, "jnp", "jax.numpy", "jax not installed")
+    if jnp is not None:
         arr = jnp.arange(N_ELEMS, dtype=jnp.float32)
         arr.block_until_ready()
         ns["jax_array"] = arr
 
-    pa = _try_import("pyarrow")
-    if pa is None:
-        missing["pa"] = "pyarrow not installed"
-    else:
-        ns["pa"] = pa
+    pa = import_into(ns, missing, "pa", "pyarrow", "pyarrow not installed")
+    if pa is not None:
         ns["pa_array"] = pa.array(np_array)
 
-    tvm_ffi = _try_import("tvm_ffi")
-    if tvm_ffi is None:
-        missing["tvm_ffi"] = "tvm-ffi not installed"
-    else:
-        ns["tvm_ffi"] = tvm_ffi
+    tvm_ffi = import_into(ns, missing, "tvm_ffi", "tvm_ffi", "tvm-ffi not installed")
+    if tvm_ffi is not None:
         try:
             ns["tvm_t"] = tvm_ffi.from_dlpack(np_array)
         except Exception as exc:  # noqa: BLE001
             missing["tvm_t"] = f"tvm_ffi.from_dlpack(np_array) failed: {type(exc).__name__}"
 
-    xp = _try_import("array_api_strict")
-    if xp is None:
-        missing["xp"] = "array-api-strict not installed"
-    else:
-        ns["xp"] = xp
+    xp = import_into(ns, missing, "xp", "array_api_strict", "array-api-strict not installed")
+    if xp is not None:
         ns["xp_array"] = xp.asarray(np_array)
     return ns, missing
 
@@ -260,10 +151,6 @@ def _stmt(text: str) -> str:
 # ---------------------------------------------------------------------------- report
 
 
-def _fmt_ratio(r: Row) -> str:
-    return "—" if r.ratio is None else f"{r.ratio:.2f}x"
-
-
 def _fmt_target(r: Row) -> str:
     return "—" if r.target is None else f"<= {r.target:g}x"
 
@@ -287,62 +174,15 @@ def table(results: list[Row]) -> str:
             continue
         lines.append(
             f"| `{r.exchange}` | `{r.baseline}` | {r.a.cell()} | {r.b.cell()} "
-            f"| {_fmt_ratio(r)} | {_fmt_target(r)} | {_fmt_met(r)} |"
+            f"| {fmt_ratio(r.ratio)} | {_fmt_target(r)} | {_fmt_met(r)} |"
         )
     return "\n".join(lines)
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _native_build(dlbridge: Any | None) -> str:
-    """Which compiled extension was measured, and when it was built (rebuilds change it)."""
-    native = getattr(dlbridge, "_native", None)
-    path = getattr(native, "__file__", None)
-    if not path:
-        return "unknown"
-    built = _dt.datetime.fromtimestamp(os.path.getmtime(path), _dt.timezone.utc)
-    try:
-        shown = os.path.relpath(path, HERE.parent)
-    except ValueError:
-        shown = path
-    return f"`{shown}` built {built:%Y-%m-%d %H:%M:%S} UTC"
-
-
-def _loadavg() -> str:
-    try:
-        return " / ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
-
-
-def _git_rev() -> str:
-    try:
-        root = HERE.parent
-        rev = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()
-        return rev + (" (+ uncommitted changes)" if dirty else "")
-    except Exception:  # noqa: BLE001
-        return "unknown"
-
-
 def header(mods: dict[str, Any], params: dict[str, int], command: str, pinned: str,
            loop_ns: float, quick: bool) -> str:
-    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    vers = ", ".join(f"{k} {_version(m)}" for k, m in mods.items())
+    now = utc_now()
+    vers = format_versions(mods)
     lines = [
         "# Exchange overhead: ns per exchange of a 16-element float32 array",
         "",
@@ -358,8 +198,8 @@ def header(mods: dict[str, Any], params: dict[str, int], command: str, pinned: s
         f"- Python: {platform.python_implementation()} {platform.python_version()} "
         f"({sys.executable})",
         f"- versions: {vers}",
-        f"- dlbridge commit: {_git_rev()}; extension {_native_build(mods.get('dlbridge'))}",
-        f"- CPU: {_cpu_model()} ({os.cpu_count()} logical CPUs; {pinned})",
+        f"- dlbridge commit: {git_rev()}; extension {native_build(mods.get('dlbridge'))}",
+        f"- CPU: {cpu_model()} ({os.cpu_count()} logical CPUs; {pinned})",
         f"- OS: {platform.platform()}",
         f"- load average at start (1/5/15 min): {_LOAD_AT_START} (other processes share these CPUs; "
         "interleaved samples keep the ratios comparable, absolute times drift with load)",
@@ -420,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             pass
 
     global _LOAD_AT_START
-    _LOAD_AT_START = _loadavg()
+    _LOAD_AT_START = loadavg()
     import numpy as np
 
     ns, missing = build_namespace(np)
@@ -428,14 +268,14 @@ def main(argv: list[str] | None = None) -> int:
         "dlbridge": ns.get("dlbridge"),
         "numpy": np,
         "torch": ns.get("torch"),
-        "jax": _try_import("jax") if "jnp" in ns else None,
+        "jax": try_import("jax") if "jnp" in ns else None,
         "pyarrow": ns.get("pa"),
         "tvm-ffi": ns.get("tvm_ffi"),
         "array-api-strict": ns.get("xp"),
     }
 
     # the cost of the timing loop itself, for the header
-    empty = _make_loop("pass", {})
+    empty = make_loop("pass", {})
     empty(params["warmup"])
     loop_ns = min(empty(params["number"]) / params["number"] for _ in range(9))
 
@@ -452,8 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"time  {r.exchange}  vs  {r.baseline}", file=sys.stderr, flush=True)
         r.a, r.b = measure_pair(_stmt(r.exchange), _stmt(r.baseline), ns, **params)
 
-    command = shlex.join(["python", *sys.argv]) if argv is None else shlex.join(
-        ["python", "benches/bench_exchange.py", *argv])
+    command = command_line("benches/bench_exchange.py", argv)
     doc = (
         header(mods, params, command, pinned, loop_ns, args.quick)
         + "\n\n" + table(results) + notes(results, missing) + "\n"
@@ -463,9 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     if note_text:
         print("\n" + note_text.lstrip("\n"))
     if not args.no_write:
-        out = args.out or RESULTS / ("exchange-quick.md" if args.quick else "exchange.md")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(doc)
+        out = write_results(doc, args.out, "exchange", args.quick)
         print(f"\nwrote {out}", file=sys.stderr)
     return 0
 

@@ -49,14 +49,14 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let v = &*held.0;
     let itemsize = usize::try_from(v.itemsize).map_err(|_| buffer_error("negative itemsize"))?;
     let format = if v.format.is_null() {
-        "B".to_owned()
+        "B"
     } else {
         // SAFETY: a non-NULL format of a filled view is a NUL-terminated string.
         unsafe { std::ffi::CStr::from_ptr(v.format) }
-            .to_string_lossy()
-            .into_owned()
+            .to_str()
+            .map_err(|_| buffer_error("the buffer format is not ASCII"))?
     };
-    let dtype = DType::from_buffer_format(&format, itemsize)?;
+    let dtype = DType::from_buffer_format(format, itemsize)?;
     if !v.suboffsets.is_null() {
         return Err(buffer_error(
             "buffers with suboffsets (PIL-style indirect arrays) cannot be exchanged",
@@ -66,29 +66,35 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
         .ok()
         .filter(|n| *n <= MAX_NDIM)
         .ok_or_else(|| buffer_error("invalid ndim"))?;
-    let shape: Vec<i64> = if ndim == 0 {
-        vec![]
-    } else if v.shape.is_null() {
-        vec![(v.len as i64) / (itemsize.max(1) as i64)]
+    // Shape and element strides on the stack: no allocation for the description. A view
+    // without shape (only when ND was not requested) is one flat dimension of `len` bytes.
+    let (mut extents, mut strides) = ([0i64; MAX_NDIM], [0i64; MAX_NDIM]);
+    let ndim = if ndim > 0 && v.shape.is_null() {
+        extents[0] = (v.len as i64) / (itemsize.max(1) as i64);
+        1
     } else {
-        // SAFETY: a filled view has `ndim` shape entries when shape is non-NULL.
-        unsafe { std::slice::from_raw_parts(v.shape, ndim) }
-            .iter()
-            .map(|&n| n as i64)
-            .collect()
+        let given = if ndim == 0 {
+            &[][..]
+        } else {
+            // SAFETY: a filled view has `ndim` shape entries when shape is non-NULL.
+            unsafe { std::slice::from_raw_parts(v.shape, ndim) }
+        };
+        for (d, &n) in extents.iter_mut().zip(given) {
+            *d = n as i64;
+        }
+        ndim
     };
-    let strides: Option<Vec<i64>> = if v.strides.is_null() {
+    let shape = &extents[..ndim];
+    let strides = if v.strides.is_null() {
         None
     } else {
         // SAFETY: as for shape.
         let bytes = unsafe { std::slice::from_raw_parts(v.strides, ndim) };
-        Some(element_strides(
-            &shape,
-            bytes.iter().map(|&s| s as i64),
-            itemsize,
-        )?)
+        let out = &mut strides[..ndim];
+        element_strides_into(shape, bytes.iter().map(|&s| s as i64), itemsize, out)?;
+        Some(&*out)
     };
-    let layout = Layout::new(&shape, strides.as_deref(), itemsize)?;
+    let layout = Layout::new(shape, strides, itemsize)?;
     let (data, readonly) = (v.buf, v.readonly != 0);
     let data = if data.is_null() && layout.size() == 0 {
         std::ptr::null_mut()
@@ -118,22 +124,31 @@ pub fn element_strides(
     byte_strides: impl Iterator<Item = i64>,
     itemsize: usize,
 ) -> Result<Vec<i64>, Error> {
+    let mut out = vec![0; shape.len()];
+    element_strides_into(shape, byte_strides, itemsize, &mut out)?;
+    Ok(out)
+}
+
+/// [`element_strides`] into `out` (one entry per dimension).
+fn element_strides_into(
+    shape: &[i64],
+    byte_strides: impl Iterator<Item = i64>,
+    itemsize: usize,
+    out: &mut [i64],
+) -> Result<(), Error> {
     let item = itemsize.max(1) as i64;
-    shape
-        .iter()
-        .zip(byte_strides)
-        .map(|(&n, s)| {
-            if s % item == 0 {
-                Ok(s / item)
-            } else if n <= 1 {
-                Ok(0)
-            } else {
-                Err(Error::InvalidLayout(format!(
-                    "byte stride {s} is not a multiple of the item size {itemsize}; DLPack strides are in elements"
-                )))
-            }
-        })
-        .collect()
+    for ((o, &n), s) in out.iter_mut().zip(shape).zip(byte_strides) {
+        *o = if s % item == 0 {
+            s / item
+        } else if n <= 1 {
+            0
+        } else {
+            return Err(Error::InvalidLayout(format!(
+                "byte stride {s} is not a multiple of the item size {itemsize}; DLPack strides are in elements"
+            )));
+        };
+    }
+    Ok(())
 }
 
 /// Per-view storage kept in `Py_buffer.internal`: shape and byte strides.
