@@ -97,11 +97,5 @@ fn discover(ty: &Bound<'_, PyType>) -> PyResult<Protocols> {
         arrow_stream: ty.hasattr(intern!(py, "__arrow_c_stream__"))?,
         array_interface: ty.hasattr(intern!(py, "__array_interface__"))?,
         torch_tensor: torch::is_tensor_type(ty),
-        numpy_ndarray: ty
-            .getattr("__module__")
-            .is_ok_and(|m| m.eq("numpy").unwrap_or(false))
-            && ty
-                .getattr("__name__")
-                .is_ok_and(|n| n.eq("ndarray").unwrap_or(false)),
     })
 }
