@@ -266,9 +266,69 @@ fn released_error(what: &str) -> Error {
 // Owning handles
 // ------------------------------------------------------------------------------------------
 
-/// An `ArrowSchema` this handle owns: dropping it calls the producer's `release` once.
+mod sealed {
+    /// Keeps [`ArrowStruct`](super::ArrowStruct) implemented by this module's structs only.
+    pub trait Sealed {}
+}
+
+/// A base struct an [`Owned`] handle can hold: where its `release` callback sits and what it
+/// is called on. Sealed: implemented by this module's C structs only.
+pub trait ArrowStruct: sealed::Sealed {
+    /// The C name, for error messages.
+    const NAME: &'static str;
+    /// The struct `release` is called on: `Self`, or the `ArrowArray` a device array embeds.
+    type Base;
+    /// The struct `release` is called on.
+    fn base(&mut self) -> &mut Self::Base;
+    /// The `release` callback; NULL marks the struct released.
+    fn release_slot(&mut self) -> &mut Option<unsafe extern "C" fn(*mut Self::Base)>;
+}
+
+/// Implements [`ArrowStruct`] for structs that carry their own `release` callback.
+macro_rules! self_releasing {
+    ($($ty:ident),*) => {$(
+        impl sealed::Sealed for $ty {}
+        impl ArrowStruct for $ty {
+            const NAME: &'static str = stringify!($ty);
+            type Base = Self;
+            fn base(&mut self) -> &mut Self {
+                self
+            }
+            fn release_slot(&mut self) -> &mut Option<unsafe extern "C" fn(*mut Self)> {
+                &mut self.release
+            }
+        }
+    )*};
+}
+
+self_releasing!(ArrowSchema, ArrowArray, ArrowArrayStream);
+
+impl sealed::Sealed for ArrowDeviceArray {}
+impl ArrowStruct for ArrowDeviceArray {
+    const NAME: &'static str = "ArrowDeviceArray";
+    type Base = ArrowArray;
+    fn base(&mut self) -> &mut ArrowArray {
+        &mut self.array
+    }
+    fn release_slot(&mut self) -> &mut Option<unsafe extern "C" fn(*mut ArrowArray)> {
+        &mut self.array.release
+    }
+}
+
+/// A base struct this handle owns, in a box of its own: dropping the handle calls the
+/// producer's `release` once (unless the struct was moved on).
 #[derive(Debug)]
-pub struct OwnedSchema(Box<ArrowSchema>);
+pub struct Owned<T: ArrowStruct>(Box<T>);
+
+/// An `ArrowSchema` this handle owns: dropping it calls the producer's `release` once.
+pub type OwnedSchema = Owned<ArrowSchema>;
+
+/// An array this handle owns, with its device (kept as an `ArrowDeviceArray`; a CPU array
+/// gets device CPU, id -1): dropping it calls the producer's `release` once.
+pub type OwnedArray = Owned<ArrowDeviceArray>;
+
+/// An `ArrowArrayStream` this handle owns: dropping it calls `release` once.
+pub type OwnedStream = Owned<ArrowArrayStream>;
 
 // SAFETY: a schema is immutable description data; the C Data Interface ties neither reading
 // nor `release` to a thread (pyarrow, nanoarrow and arro3 take the GIL themselves where their
@@ -277,101 +337,104 @@ unsafe impl Send for OwnedSchema {}
 // SAFETY: see above.
 unsafe impl Sync for OwnedSchema {}
 
-impl OwnedSchema {
-    /// Move the schema out of `src` (bitwise copy, then `src.release = NULL`).
-    ///
-    /// # Safety
-    /// `src` must be NULL or point to a writable `ArrowSchema` that is either released or valid
-    /// (per the C Data Interface) and that the caller may move.
-    pub unsafe fn take(src: *mut ArrowSchema) -> Result<Self> {
-        if src.is_null() {
-            return Err(invalid("the ArrowSchema pointer is NULL"));
-        }
-        // SAFETY: `src` is a valid, writable struct (caller's contract); a move is a bitwise
-        // copy followed by marking the source released.
-        unsafe {
-            if (*src).release.is_none() {
-                return Err(released_error("ArrowSchema"));
-            }
-            let moved = ptr::read(src);
-            (*src).release = None;
-            Ok(Self(Box::new(moved)))
-        }
-    }
-
-    /// Move the schema into consumer storage `out` (bitwise), giving up ownership.
-    ///
-    /// # Safety
-    /// `out` must be valid for writes and must not hold a live schema (it is overwritten).
-    pub unsafe fn move_into(mut self, out: *mut ArrowSchema) {
-        // SAFETY: `out` is writable (caller's contract); the source is then marked released so
-        // that dropping `self` frees only the box.
-        unsafe { ptr::write(out, ptr::read(&*self.0)) };
-        self.0.release = None;
-    }
-
-    /// Give up the box without releasing (the struct stays live at the returned address).
-    fn into_raw_box(self) -> *mut ArrowSchema {
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never dropped, so the box is read out exactly once.
-        Box::into_raw(unsafe { ptr::read(&this.0) })
-    }
-
-    /// Read access to the fields.
-    pub fn view(&self) -> SchemaView<'_> {
-        SchemaView(&self.0)
-    }
-}
-
-impl Drop for OwnedSchema {
-    fn drop(&mut self) {
-        if let Some(release) = self.0.release {
-            // SAFETY: we own a live schema and call its release exactly once; the producer sets
-            // `release` to NULL, and the struct is never read again.
-            unsafe { release(&mut *self.0) };
-        }
-    }
-}
-
-/// An `ArrowArray` (with its device, for a device array) this handle owns: dropping it calls
-/// the producer's `release` once.
-#[derive(Debug)]
-pub struct OwnedArray {
-    array: Box<ArrowArray>,
-    device_type: i32,
-    device_id: i64,
-    sync_event: *mut c_void,
-}
-
 // SAFETY: as for OwnedSchema: the buffers are immutable while shared (rule R8), and release is
 // not tied to a thread. The sync event is only read.
 unsafe impl Send for OwnedArray {}
 // SAFETY: see above.
 unsafe impl Sync for OwnedArray {}
 
-impl OwnedArray {
+// SAFETY: streams are not thread-safe, but the handle needs `&mut self` for every callback, so
+// calls are serialised; the stream may be moved to and released on another thread.
+unsafe impl Send for OwnedStream {}
+
+impl<T: ArrowStruct> Owned<T> {
+    /// Move the struct out of `src` (bitwise copy, then `src`'s release slot set to NULL
+    /// without calling it).
+    ///
+    /// # Safety
+    /// `src` must be NULL or point to a writable `T` that is either released or valid (per the
+    /// C Data Interface) and that the caller may move.
+    unsafe fn move_from(src: *mut T) -> Result<Self> {
+        // SAFETY: `src` is NULL or a valid, writable struct (caller's contract).
+        let Some(src) = (unsafe { src.as_mut() }) else {
+            return Err(invalid(format!("the {} pointer is NULL", T::NAME)));
+        };
+        if src.release_slot().is_none() {
+            return Err(released_error(T::NAME));
+        }
+        // SAFETY: `src` is a live struct; a move is a bitwise copy followed by marking the
+        // source released, so exactly one copy stays live.
+        let moved = unsafe { ptr::read(src) };
+        *src.release_slot() = None;
+        Ok(Self(Box::new(moved)))
+    }
+
+    /// Give up ownership without releasing: the box that holds the live struct.
+    fn into_box(self) -> Box<T> {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so the box is read out exactly once.
+        unsafe { ptr::read(&this.0) }
+    }
+
+    /// Give up ownership without releasing: the live struct itself (a bitwise move).
+    fn into_inner(self) -> T {
+        *self.into_box()
+    }
+
+    /// Give up the box without releasing (the struct stays live at the returned address).
+    fn into_raw_box(self) -> *mut T {
+        Box::into_raw(self.into_box())
+    }
+}
+
+impl<T: ArrowStruct<Base = T>> Owned<T> {
+    /// Move the struct out of `src` (bitwise copy, then `src.release = NULL`).
+    ///
+    /// # Safety
+    /// `src` must be NULL or point to a writable struct that is either released or valid (per
+    /// the C Data Interface) and that the caller may move.
+    pub unsafe fn take(src: *mut T) -> Result<Self> {
+        // SAFETY: the caller's contract is `move_from`'s.
+        unsafe { Self::move_from(src) }
+    }
+
+    /// Move the struct into consumer storage `out` (bitwise), giving up ownership.
+    ///
+    /// # Safety
+    /// `out` must be valid for writes and must not hold a live struct (it is overwritten).
+    pub unsafe fn move_into(self, out: *mut T) {
+        // SAFETY: `out` is writable (caller's contract) and receives the only live copy: the
+        // handle gives the struct up without releasing it.
+        unsafe { ptr::write(out, self.into_inner()) };
+    }
+}
+
+impl<T: ArrowStruct> Drop for Owned<T> {
+    fn drop(&mut self) {
+        if let Some(release) = *self.0.release_slot() {
+            // SAFETY: we own a live struct and call its release exactly once (the producer sets
+            // `release` to NULL); neither the struct nor any callback is used again.
+            unsafe { release(self.0.base()) };
+        }
+    }
+}
+
+impl Owned<ArrowSchema> {
+    /// Read access to the fields.
+    pub fn view(&self) -> SchemaView<'_> {
+        SchemaView(&self.0)
+    }
+}
+
+impl Owned<ArrowDeviceArray> {
     /// Move a CPU array out of `src`.
     ///
     /// # Safety
     /// As for [`OwnedSchema::take`], for an `ArrowArray` whose buffers are CPU memory.
     pub unsafe fn take(src: *mut ArrowArray) -> Result<Self> {
-        if src.is_null() {
-            return Err(invalid("the ArrowArray pointer is NULL"));
-        }
-        // SAFETY: caller's contract; move = bitwise copy + mark the source released.
-        unsafe {
-            if (*src).release.is_none() {
-                return Err(released_error("ArrowArray"));
-            }
-            let moved = ptr::read(src);
-            (*src).release = None;
-            Ok(Self {
-                array: Box::new(moved),
-                device_type: DeviceType::CPU.0,
-                device_id: -1,
-                sync_event: ptr::null_mut(),
-            })
-        }
+        // SAFETY: caller's contract.
+        let array = unsafe { Owned::<ArrowArray>::take(src) }?;
+        Ok(Self::on_device(array, DeviceType::CPU.0, -1))
     }
 
     /// Move a device array out of `src` (all 128 bytes; the source's `array.release` becomes
@@ -380,24 +443,21 @@ impl OwnedArray {
     /// # Safety
     /// As for [`OwnedSchema::take`], for an `ArrowDeviceArray`.
     pub unsafe fn take_device(src: *mut ArrowDeviceArray) -> Result<Self> {
-        if src.is_null() {
-            return Err(invalid("the ArrowDeviceArray pointer is NULL"));
-        }
-        // SAFETY: caller's contract; the release callback does not depend on the struct's
-        // address (rule R5), so keeping only the embedded ArrowArray is a valid move.
-        unsafe {
-            if (*src).array.release.is_none() {
-                return Err(released_error("ArrowDeviceArray"));
-            }
-            let moved = ptr::read(src);
-            (*src).array.release = None;
-            Ok(Self {
-                array: Box::new(moved.array),
-                device_type: moved.device_type,
-                device_id: moved.device_id,
-                sync_event: moved.sync_event,
-            })
-        }
+        // SAFETY: the caller's contract is `move_from`'s.
+        unsafe { Self::move_from(src) }
+    }
+
+    /// Wrap a plain array whose buffers live on device `device_type`/`device_id` (Arrow's
+    /// numbering), without a sync event. The release callback does not depend on the struct's
+    /// address (rule R5), so moving the array into the device struct is a valid move.
+    fn on_device(array: Owned<ArrowArray>, device_type: i32, device_id: i64) -> Self {
+        Owned(Box::new(ArrowDeviceArray {
+            array: array.into_inner(),
+            device_id,
+            device_type,
+            sync_event: ptr::null_mut(),
+            reserved: [0; 3],
+        }))
     }
 
     /// Move into consumer storage for a plain `ArrowArray`. Refused for non-CPU memory (the
@@ -405,15 +465,14 @@ impl OwnedArray {
     ///
     /// # Safety
     /// `out` must be valid for writes and hold no live array.
-    pub unsafe fn move_into(mut self, out: *mut ArrowArray) -> Result<()> {
-        if !self.device()?.is_host_accessible() {
-            return Err(Error::NotHostAccessible {
-                device: self.device()?,
-            });
+    pub unsafe fn move_into(self, out: *mut ArrowArray) -> Result<()> {
+        let device = self.device()?;
+        if !device.is_host_accessible() {
+            return Err(Error::NotHostAccessible { device });
         }
-        // SAFETY: `out` is writable (caller's contract); the source is then marked released.
-        unsafe { ptr::write(out, ptr::read(&*self.array)) };
-        self.array.release = None;
+        // SAFETY: `out` is writable (caller's contract) and receives the only live copy of the
+        // array (rule R5: its release does not depend on its address).
+        unsafe { ptr::write(out, self.into_inner().array) };
         Ok(())
     }
 
@@ -421,57 +480,39 @@ impl OwnedArray {
     ///
     /// # Safety
     /// `out` must be valid for writes and hold no live array.
-    pub unsafe fn move_into_device(mut self, out: *mut ArrowDeviceArray) {
-        let device_array = ArrowDeviceArray {
-            // SAFETY: a bitwise move of our live struct; the source is marked released below.
-            array: unsafe { ptr::read(&*self.array) },
-            device_id: self.device_id,
-            device_type: self.device_type,
-            sync_event: self.sync_event,
-            reserved: [0; 3],
-        };
-        // SAFETY: `out` is writable (caller's contract).
-        unsafe { ptr::write(out, device_array) };
-        self.array.release = None;
+    pub unsafe fn move_into_device(self, out: *mut ArrowDeviceArray) {
+        let mut moved = self.into_inner();
+        moved.reserved = [0; 3];
+        // SAFETY: `out` is writable (caller's contract) and receives the only live copy.
+        unsafe { ptr::write(out, moved) };
     }
 
     /// The device of the buffers. Arrow's CPU id -1 (and -1 for any device type without an
     /// intrinsic id) becomes DLPack's 0.
     pub fn device(&self) -> Result<Device> {
-        let id = match self.device_id {
+        let (device_type, device_id) = (self.0.device_type, self.0.device_id);
+        let id = match device_id {
             -1 => 0,
             id => i32::try_from(id)
                 .ok()
                 .filter(|i| *i >= 0)
                 .ok_or_else(|| invalid(format!("invalid Arrow device_id {id}")))?,
         };
-        if self.device_type <= 0 {
-            return Err(invalid(format!(
-                "invalid Arrow device_type {}",
-                self.device_type
-            )));
+        if device_type <= 0 {
+            return Err(invalid(format!("invalid Arrow device_type {device_type}")));
         }
-        Ok(Device::new(DeviceType(self.device_type), id))
+        Ok(Device::new(DeviceType(device_type), id))
     }
 
     /// The producer's sync event (a pointer to a device event handle, e.g. `cudaEvent_t*`), or
     /// NULL. A consumer must wait on it before touching the buffers.
     pub fn sync_event(&self) -> *mut c_void {
-        self.sync_event
+        self.0.sync_event
     }
 
     /// Number of items.
     pub fn length(&self) -> i64 {
-        self.array.length
-    }
-}
-
-impl Drop for OwnedArray {
-    fn drop(&mut self) {
-        if let Some(release) = self.array.release {
-            // SAFETY: we own a live array and call its release exactly once.
-            unsafe { release(&mut *self.array) };
-        }
+        self.0.array.length
     }
 }
 
@@ -512,7 +553,7 @@ impl ArrowData {
     pub fn root(&self) -> Result<Node<'_>> {
         Ok(Node {
             schema: self.schema.view(),
-            array: &self.array.array,
+            array: &self.array.0.array,
             device: self.array.device()?,
         })
     }
@@ -524,44 +565,7 @@ impl AsRef<ArrowData> for ArrowData {
     }
 }
 
-/// An `ArrowArrayStream` this handle owns: dropping it calls `release` once.
-#[derive(Debug)]
-pub struct OwnedStream(Box<ArrowArrayStream>);
-
-// SAFETY: streams are not thread-safe, but the handle needs `&mut self` for every callback, so
-// calls are serialised; the stream may be moved to and released on another thread.
-unsafe impl Send for OwnedStream {}
-
-impl OwnedStream {
-    /// Move a stream out of `src`.
-    ///
-    /// # Safety
-    /// As for [`OwnedSchema::take`], for an `ArrowArrayStream`.
-    pub unsafe fn take(src: *mut ArrowArrayStream) -> Result<Self> {
-        if src.is_null() {
-            return Err(invalid("the ArrowArrayStream pointer is NULL"));
-        }
-        // SAFETY: caller's contract; move = bitwise copy + mark the source released.
-        unsafe {
-            if (*src).release.is_none() {
-                return Err(released_error("ArrowArrayStream"));
-            }
-            let moved = ptr::read(src);
-            (*src).release = None;
-            Ok(Self(Box::new(moved)))
-        }
-    }
-
-    /// Move the stream into consumer storage `out`.
-    ///
-    /// # Safety
-    /// `out` must be valid for writes and hold no live stream.
-    pub unsafe fn move_into(mut self, out: *mut ArrowArrayStream) {
-        // SAFETY: `out` is writable (caller's contract); the source is then marked released.
-        unsafe { ptr::write(out, ptr::read(&*self.0)) };
-        self.0.release = None;
-    }
-
+impl Owned<ArrowArrayStream> {
     /// The schema of every chunk (`get_schema`).
     pub fn schema(&mut self) -> Result<OwnedSchema> {
         let get_schema = self
@@ -622,16 +626,6 @@ impl OwnedStream {
             "the Arrow stream's {what} failed with error code {rc}{}",
             detail.map(|d| format!(": {d}")).unwrap_or_default()
         ))
-    }
-}
-
-impl Drop for OwnedStream {
-    fn drop(&mut self) {
-        if let Some(release) = self.0.release {
-            // SAFETY: we own a live stream and release it exactly once; no callback is called
-            // afterwards.
-            unsafe { release(&mut *self.0) };
-        }
     }
 }
 
@@ -1188,7 +1182,7 @@ impl SchemaSpec {
             release: Some(release_schema),
             private_data: Box::into_raw(private).cast(),
         };
-        Ok(OwnedSchema(Box::new(schema)))
+        Ok(Owned(Box::new(schema)))
     }
 }
 
@@ -1241,14 +1235,20 @@ unsafe extern "C" fn release_array(array: *mut ArrowArray) {
 impl ArraySpec {
     /// Build the C struct for memory on `device` (CPU is published with Arrow's id -1).
     pub fn export(self, device: Device) -> OwnedArray {
+        let device_id = if device.kind == DeviceType::CPU {
+            -1
+        } else {
+            i64::from(device.id)
+        };
+        OwnedArray::on_device(self.export_array(), device.kind.0, device_id)
+    }
+
+    /// Build the plain `ArrowArray` (owning its children; `release` frees them).
+    fn export_array(self) -> Owned<ArrowArray> {
         let children: Box<[*mut ArrowArray]> = self
             .children
             .into_iter()
-            .map(|c| {
-                let owned = std::mem::ManuallyDrop::new(c.export(device));
-                // SAFETY: `owned` is never dropped, so its box is taken out exactly once.
-                Box::into_raw(unsafe { ptr::read(&owned.array) })
-            })
+            .map(|c| c.export_array().into_raw_box())
             .collect();
         let mut private = Box::new(ArrayPrivate {
             buffers: self.buffers.into_boxed_slice(),
@@ -1275,16 +1275,7 @@ impl ArraySpec {
             release: Some(release_array),
             private_data: Box::into_raw(private).cast(),
         };
-        OwnedArray {
-            array: Box::new(array),
-            device_type: device.kind.0,
-            device_id: if device.kind == DeviceType::CPU {
-                -1
-            } else {
-                i64::from(device.id)
-            },
-            sync_event: ptr::null_mut(),
-        }
+        Owned(Box::new(array))
     }
 }
 
@@ -1388,7 +1379,7 @@ pub fn export_stream(schema: SchemaSpec, chunks: Vec<ArraySpec>) -> OwnedStream 
         chunks: chunks.into(),
         last_error: None,
     });
-    OwnedStream(Box::new(ArrowArrayStream {
+    Owned(Box::new(ArrowArrayStream {
         get_schema: Some(stream_get_schema),
         get_next: Some(stream_get_next),
         get_last_error: Some(stream_get_last_error),
