@@ -38,11 +38,15 @@ else
     mapfile -t TARGETS < <(cargo "+$TOOLCHAIN" fuzz list)
 fi
 
-say "building ${TARGETS[*]}"
-cargo "+$TOOLCHAIN" fuzz build -O >/dev/null
-
 SCRATCH="$(mktemp -d)"
 trap 'rm -rf "$SCRATCH"' EXIT
+
+say "building the fuzz targets (nightly, AddressSanitizer)"
+if ! cargo "+$TOOLCHAIN" fuzz build -O >"$SCRATCH/build.log" 2>&1; then
+    say "build FAILED; log tail:" >&2
+    tail -n 40 "$SCRATCH/build.log" >&2
+    exit 1
+fi
 
 for target in "${TARGETS[@]}"; do
     mkdir -p "corpus/$target" "$SCRATCH/$target"

@@ -8,6 +8,7 @@
 #   2. cargo clippy --workspace --all-targets --all-features -- -D warnings
 #      cargo clippy -p dlbridge --all-targets -- -D warnings   (the pure-Rust build)
 #   3. cargo test --workspace --exclude dlbridge-py --all-features
+#      bash scripts/fuzz_smoke.sh (30 s per fuzz target; DLBRIDGE_SKIP_FUZZ=1 skips it)
 #      (dlbridge-py is a cdylib built with pyo3's extension-module: its test harness
 #      cannot link against libpython; it is covered by clippy and by pytest)
 #   4. python -m pytest [PYTEST ARGS...]  with the venv's python and scripts/env.sh
@@ -47,6 +48,9 @@ PY_LIBDIR="$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"
 # shellcheck disable=SC2031  # a prefix assignment for this one command, on purpose
 LD_LIBRARY_PATH="$PY_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     step cargo test --workspace --exclude dlbridge-py --all-features
+
+# A short run of every fuzz target from its committed corpus (nightly, AddressSanitizer).
+[ "${DLBRIDGE_SKIP_FUZZ:-0}" = 1 ] || step bash scripts/fuzz_smoke.sh "${DLBRIDGE_FUZZ_SECONDS:-30}"
 
 "$PY" - <<'PYEOF'
 from importlib import metadata

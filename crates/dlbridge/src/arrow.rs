@@ -120,8 +120,11 @@ pub struct TensorType {
 
 impl TensorType {
     /// Values per item: the product of the list sizes.
-    pub fn cell_size(&self) -> i64 {
-        self.list_sizes.iter().product()
+    pub fn cell_size(&self) -> Result<i64> {
+        self.list_sizes
+            .iter()
+            .try_fold(1i64, |acc, &n| acc.checked_mul(n))
+            .ok_or_else(|| Error::InvalidLayout("the fixed-size list sizes overflow".to_owned()))
     }
 }
 
@@ -151,7 +154,7 @@ pub fn tensor_type(field: SchemaView<'_>) -> Result<TensorType> {
         let inner = tensor_type(single_child(field)?)?;
         let mut ty = inner.clone();
         ty.cell_shape.insert(0, n);
-        ty.cell_strides.insert(0, inner.cell_size());
+        ty.cell_strides.insert(0, inner.cell_size()?);
         ty.list_sizes.insert(0, n);
         ty.dim_names = None;
         return Ok(ty);
@@ -447,7 +450,7 @@ fn read(root: Node<'_>, ty: &TensorType, owner: Owner) -> Result<Tensor> {
     let shape: Vec<i64> = std::iter::once(length)
         .chain(ty.cell_shape.iter().copied())
         .collect();
-    let strides: Vec<i64> = std::iter::once(ty.cell_size())
+    let strides: Vec<i64> = std::iter::once(ty.cell_size()?)
         .chain(ty.cell_strides.iter().copied())
         .collect();
     let layout = Layout::new(&shape, Some(&strides), ty.dtype.itemsize())?;
@@ -497,7 +500,9 @@ pub fn concatenate(
                 "a stream chunk does not match the stream's schema".to_owned(),
             ));
         }
-        length += chunk.shape()[0];
+        length = length.checked_add(chunk.shape()[0]).ok_or_else(|| {
+            Error::InvalidLayout("the stream's chunk lengths overflow".to_owned())
+        })?;
         nbytes += chunk.nbytes();
     }
     let mut buffer = HostBuffer::new(nbytes)?;

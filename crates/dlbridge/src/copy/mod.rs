@@ -67,12 +67,13 @@ pub fn for_each_offset(layout: &Layout, mut f: impl FnMut(i64)) {
                 return;
             }
             d -= 1;
-            index[d] += 1;
-            offset += strides[d];
-            if index[d] < shape[d] {
+            // Step only within the extent, so no offset outside the validated span is formed.
+            if index[d] + 1 < shape[d] {
+                index[d] += 1;
+                offset += strides[d];
                 break;
             }
-            offset -= strides[d] * shape[d];
+            offset -= strides[d] * index[d];
             index[d] = 0;
         }
     }
@@ -466,6 +467,19 @@ mod tests {
             s.copy(Order::F).unwrap().to_vec::<f64>().unwrap(),
             vec![2.5]
         );
+    }
+
+    #[test]
+    fn offsets_never_step_past_the_extent() {
+        // Valid layouts whose "one past the end" offset would overflow i64.
+        let l = Layout::new(&[2], Some(&[1 << 62]), 1).unwrap();
+        let mut seen = vec![];
+        for_each_offset(&l, |o| seen.push(o));
+        assert_eq!(seen, vec![0, 1 << 62]);
+        let l = Layout::new(&[5, 1], Some(&[2, i64::MAX]), 1).unwrap();
+        let mut seen = vec![];
+        for_each_offset(&l, |o| seen.push(o));
+        assert_eq!(seen, vec![0, 2, 4, 6, 8]);
     }
 
     #[test]

@@ -983,12 +983,17 @@ impl<'a> Node<'a> {
         } else {
             (last - first + 1) as usize
         };
+        // The bitmap is checked before anything is allocated for the unpacked bytes.
+        let data = if span > 0 {
+            self.buffer(1, 2)?
+        } else {
+            std::ptr::null()
+        };
+        if span > 0 && data.is_null() {
+            return Err(invalid("the values buffer is NULL for a non-empty array"));
+        }
         let mut out = HostBuffer::new(span)?;
         if span > 0 {
-            let data = self.buffer(1, 2)?;
-            if data.is_null() {
-                return Err(invalid("the values buffer is NULL for a non-empty array"));
-            }
             let (length, offset) = self.extent()?;
             let total_bits = (offset + length) as usize;
             // SAFETY: buffer 1 of a boolean array is a bitmap of `offset + length` bits in

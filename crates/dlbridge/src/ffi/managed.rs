@@ -93,16 +93,19 @@ impl ManagedTensor {
     pub(crate) fn describe(&self) -> Result<Described> {
         let (t, flags, strides_required): (&DLTensor, u64, bool) = match self.0 {
             Managed::Versioned(p) => {
-                // SAFETY: from_versioned's contract: the struct is valid while we own it, and
-                // `version` is at the same offset in every major version.
-                let m = unsafe { p.as_ref() };
-                let v = m.version;
+                // SAFETY: from_versioned's contract: `version` is at the same offset in every
+                // major version; it is read alone, through a raw pointer, before anything
+                // assumes the rest of the struct has this version's layout.
+                let v = unsafe { std::ptr::addr_of!((*p.as_ptr()).version).read() };
                 if v.major != DLPACK_MAJOR_VERSION {
                     return Err(Error::UnsupportedVersion {
                         major: v.major,
                         minor: v.minor,
                     });
                 }
+                // SAFETY: a major-1 struct is a whole DLManagedTensorVersioned, valid while we
+                // own it.
+                let m = unsafe { p.as_ref() };
                 (&m.dl_tensor, m.flags, v.minor >= 2)
             }
             Managed::Legacy(p) => {
