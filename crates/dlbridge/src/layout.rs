@@ -61,8 +61,13 @@ impl Layout {
                 "negative extent {n} in dimension {i} of shape {shape:?}"
             )));
         }
-        // Dense strides must exist even for zero-size layouts (copies and exports use them).
-        if c_strides(shape).is_none() {
+        // Dense strides must exist even for zero-size layouts (copies and exports use them):
+        // the product of the extents, zeros counted as ones, must fit (no allocation here).
+        if shape
+            .iter()
+            .try_fold(1i64, |acc, &n| acc.checked_mul(n.max(1)))
+            .is_none()
+        {
             return Err(invalid(format!("shape {shape:?} overflows")));
         }
         let owned_c;
