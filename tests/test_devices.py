@@ -181,3 +181,22 @@ def test_cuda_array_interface_import_without_a_driver():
 def test_cuda_array_interface_stream_zero_is_malformed():  # C42
     with pytest.raises((BufferError, ValueError)):
         dlbridge.from_dlpack(FakeCudaArray(stream=0))
+
+
+class OldProducer:
+    """A pre-2023 producer: `__dlpack__(stream=None)` only, and no `__dlpack_device__`."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, stream=None):
+        return self.array.__dlpack__()
+
+
+@pytest.mark.parametrize("kwargs", [{"copy": True}, {"device": "cpu"}, {"device": "cpu", "copy": True}])
+def test_old_producer_without_dlpack_device(kwargs):
+    a = np.arange(6.0)
+    t = dlbridge.from_dlpack(OldProducer(a), **kwargs)
+    assert t.device == "cpu" and t.tolist() == a.tolist()
+    if kwargs.get("copy"):
+        assert t.is_copied and not t.readonly and t.data_ptr != a.ctypes.data

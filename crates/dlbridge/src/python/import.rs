@@ -131,18 +131,14 @@ fn import_dlpack(
     copy: Option<bool>,
 ) -> PyResult<Tensor> {
     let py = obj.py();
-    // A copy of data the host cannot reach is the producer's to make (it knows its device).
-    let device = match (device, copy) {
-        (None, Some(true)) => {
-            let (kind, id): (i32, i32) = obj
-                .call_method0(intern!(py, "__dlpack_device__"))?
-                .extract()?;
-            let here = Device::new(DeviceType(kind), id);
-            (!here.is_host_accessible()).then_some(here)
-        }
-        _ => device,
+    // Where the data is, when it matters (None: the producer has no `__dlpack_device__`).
+    let here = match (device, copy) {
+        (Some(_), _) | (_, Some(true)) => dlpack_device(obj)?,
+        _ => None,
     };
-    let Some(target) = device else {
+    // A copy of data the host cannot reach is the producer's to make (it knows its device).
+    let target = device.or_else(|| here.filter(|h| copy == Some(true) && !h.is_host_accessible()));
+    let Some(target) = target else {
         let capsule = match call::dlpack_with_max_version(obj) {
             Ok(c) => c,
             Err(err) if is_keyword_type_error(py, &err) => {
@@ -152,22 +148,19 @@ fn import_dlpack(
         };
         return capsule::consume(&capsule);
     };
-    let (kind, id): (i32, i32) = obj
-        .call_method0(intern!(py, "__dlpack_device__"))?
-        .extract()?;
-    let here = Device::new(DeviceType(kind), id);
     let method = obj.getattr(intern!(py, "__dlpack__"))?;
     let kwargs = PyDict::new(py);
     kwargs.set_item(
         intern!(py, "max_version"),
         (DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION),
     )?;
-    if here == target {
-        if copy == Some(true) && !here.is_host_accessible() {
+    let Some(here) = here.filter(|h| *h != target) else {
+        // Already there (or the producer cannot say where): `apply_policy` moves it if needed.
+        if copy == Some(true) && !target.is_host_accessible() {
             kwargs.set_item(intern!(py, "copy"), true)?;
         }
         return call_dlpack(&method, &kwargs);
-    }
+    };
     // Another device: the producer knows its memory best, so it is asked first (with `copy`
     // passed on, and no stream: a host target needs a complete copy on return).
     kwargs.set_item(intern!(py, "dl_device"), (target.kind.0, target.id))?;
@@ -199,6 +192,17 @@ fn import_dlpack(
             refused.set_cause(py, Some(err));
             Err(refused)
         }
+    }
+}
+
+/// The producer's `__dlpack_device__()`, or `None` when it has none (a pre-2021 producer).
+fn dlpack_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>> {
+    match obj.getattr_opt(intern!(obj.py(), "__dlpack_device__"))? {
+        Some(method) => {
+            let (kind, id): (i32, i32) = method.call0()?.extract()?;
+            Ok(Some(Device::new(DeviceType(kind), id)))
+        }
+        None => Ok(None),
     }
 }
 
