@@ -343,6 +343,20 @@ def _is_contig(shape, strides, order):
     return True
 
 
+def _reduce_findings(clib: Any, y: Any, src: Any) -> list[tuple[str, str]]:
+    """C5: the consumer's own reduction over the imported array must equal the source's sum."""
+    try:
+        got = clib.reduce(y)
+    except Unsupported:
+        return []
+    except Exception as e:  # noqa: BLE001
+        return [("reduce", f"reducing the imported array raised {short(e)} (C5)")]
+    want = complex(np.sum(src.ref.astype(np.float64)))
+    if abs(got - want) > 1e-6 * max(1.0, abs(want)):
+        return [("reduce", f"sum over the imported array is {got}, expected {want} (C5)")]
+    return []
+
+
 def judge_tensor(t: Any, obs: Observed, src: Source, case: Case) -> list[tuple[str, str]]:
     """dlbridge-only checks of the Tensor (DECISIONS.md)."""
     out = []
@@ -604,15 +618,7 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
         if asked and asked[0] is None:
             notes.append(f"{cname} only asks for legacy capsules (cannot receive read-only flags)")
     if case.reduce and not findings:
-        try:
-            got = clib.reduce(y)
-            want = complex(np.sum(src.ref.astype(np.float64)))
-            if abs(got - want) > 1e-6 * max(1.0, abs(want)):
-                findings.append(("reduce", f"sum over the imported array is {got}, expected {want} (C5)"))
-        except Unsupported:
-            pass
-        except Exception as e:  # noqa: BLE001
-            findings.append(("reduce", f"reducing the imported array raised {short(e)} (C5)"))
+        findings += _reduce_findings(clib, y, src)
     if case.mode == "consumed" and not findings:
         stage("consumer (second import)")
         try:
@@ -787,15 +793,7 @@ def run_dlbridge(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
     f2 = judge(obs, src, case, expect_device=_expect_device(case, src, "dlbridge"), copy=case.copy, export_ptr=obs_t.ptr)
     f2 += _warn_findings(case, warns)
     if case.reduce and not f2:
-        try:
-            got = clib.reduce(y)
-            want = complex(np.sum(src.ref.astype(np.float64)))
-            if abs(got - want) > 1e-6 * max(1.0, abs(want)):
-                f2.append(("reduce", f"sum over the imported array is {got}, expected {want} (C5)"))
-        except Unsupported:
-            pass
-        except Exception as e:  # noqa: BLE001
-            f2.append(("reduce", f"reducing the imported array raised {short(e)} (C5)"))
+        f2 += _reduce_findings(clib, y, src)
     if req2 and not f2:
         f2.append(("accepted", f"{cname} accepted the dlbridge.Tensor although it must refuse: {req2}"))
     del y

@@ -284,10 +284,10 @@ pub unsafe fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
         return Ok(());
     };
     let parallel = plan::provably_disjoint(dst.shape(), dst.strides());
-    // SAFETY: both layouts were validated against host-accessible memory (broadcasting only
-    // zeroes strides, reaching a subset of the source); `dst` is writable and not read-only;
-    // the byte ranges are disjoint; parallel only when no two destination elements share
-    // bytes; exclusivity of the destination is the caller's contract.
+    // Both layouts were validated against host-accessible memory (broadcasting only zeroes
+    // strides, reaching a subset of the source); `dst` is writable and not read-only; the byte
+    // ranges are disjoint; parallel only when no two destination elements share bytes.
+    // SAFETY: the above, and exclusivity of the destination is the caller's contract.
     unsafe {
         kernel::run(
             &plan,

@@ -945,10 +945,10 @@ impl<'a> Node<'a> {
         } else {
             start as u64 * itemsize
         };
-        // SAFETY: the producer guarantees buffer 1 of this fixed-width array holds
-        // `offset + length` items of `bits` bits (its schema describes it: ArrowData::new), alive
-        // until release, which `owner` delays; `reached_items` checked that every element the
-        // layout reaches is one of those items. Arrow data is immutable: read-only.
+        // The producer guarantees buffer 1 of this fixed-width array holds `offset + length`
+        // items of `bits` bits (its schema describes it: ArrowData::new), alive until release,
+        // which `owner` delays. Arrow data is immutable: read-only.
+        // SAFETY: `reached_items` checked every element the layout reaches is one of those items.
         unsafe {
             Tensor::from_raw_parts(
                 data.cast_mut(),
