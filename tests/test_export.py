@@ -5,6 +5,7 @@ Capsules are read (without being consumed) through ``dlpack_ctypes.inspect_capsu
 
 from __future__ import annotations
 
+import inspect
 import weakref
 
 import numpy as np
@@ -66,6 +67,72 @@ def test_dlpack_keywords_only():
     t = dlbridge.from_dlpack(make("float32", (2,)))
     with pytest.raises(TypeError):
         t.__dlpack__(None)
+
+
+# __dlpack__ is a raw fastcall method that matches keyword names by identity first and
+# remembers constant tuples by identity: every way of passing the same arguments must agree.
+def test_dlpack_signature_is_introspectable():
+    sig = inspect.signature(dlbridge.Tensor.__dlpack__)
+    assert list(sig.parameters) == ["self", "stream", "max_version", "dl_device", "copy"]
+    assert all(p.default is None for n, p in sig.parameters.items() if n != "self")
+
+
+def test_dlpack_keyword_names_not_interned():
+    t = dlbridge.from_dlpack(make("float32", (2,)))
+    # names built at run time are equal to, but not the same objects as, the interned ones
+    kwargs = {"".join(["max_", "version"]): (1, 3), "".join(["co", "py"]): True}
+    cap = t.__dlpack__(**kwargs)
+    assert capsule_name(cap) == "dltensor_versioned"
+    assert inspect_capsule(cap)["flags"] & FLAG_IS_COPIED
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"foo": 1}, TypeError),
+        ({"max_version": (1, 3), "stream_": None}, TypeError),
+        ({"copy": "yes"}, TypeError),
+        ({"copy": 1}, TypeError),
+        ({"dl_device": "cpu"}, ValueError),
+    ],
+)
+def test_dlpack_bad_keywords(kwargs, error):
+    t = dlbridge.from_dlpack(make("float32", (2,)))
+    with pytest.raises(error):
+        t.__dlpack__(**kwargs)
+    # a refused call leaves nothing behind: the next good call works
+    assert capsule_name(t.__dlpack__(max_version=(1, 3))) == "dltensor_versioned"
+
+
+def test_dlpack_many_distinct_version_tuples():
+    # more distinct constant tuples than the identity cache remembers: each still parses right
+    t = dlbridge.from_dlpack(make("float32", (2,)))
+    for minor in range(40):
+        for _ in range(2):
+            cap = t.__dlpack__(max_version=tuple([1, minor]))
+            assert capsule_name(cap) == "dltensor_versioned"
+        for _ in range(2):
+            cap = t.__dlpack__(max_version=tuple([0, minor]))
+            assert capsule_name(cap) == "dltensor"
+
+
+def test_dlpack_version_tuple_subclass_and_numpy_bool_copy():
+    class Version(tuple):
+        pass
+
+    t = dlbridge.from_dlpack(make("float32", (2,)))
+    cap = t.__dlpack__(max_version=Version((1, 3)), copy=np.True_)
+    assert capsule_name(cap) == "dltensor_versioned"
+    assert inspect_capsule(cap)["flags"] & FLAG_IS_COPIED
+
+
+@pytest.mark.parametrize("order", [("max_version", "copy", "dl_device", "stream"), ("stream", "dl_device", "copy", "max_version")])
+def test_dlpack_keyword_order_does_not_matter(order):
+    t = dlbridge.from_dlpack(make("float32", (2,)))
+    values = {"max_version": (1, 3), "copy": False, "dl_device": (1, 0), "stream": None}
+    cap = t.__dlpack__(**{k: values[k] for k in order})
+    assert capsule_name(cap) == "dltensor_versioned"
+    assert not inspect_capsule(cap)["flags"] & FLAG_IS_COPIED
 
 
 @pytest.mark.parametrize("name", sorted(LAYOUTS))

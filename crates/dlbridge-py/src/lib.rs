@@ -3,6 +3,7 @@
 
 mod arrow;
 mod exchange;
+mod fastcall;
 mod tensor;
 mod types;
 
@@ -60,6 +61,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ),
     )?;
     m.add_class::<PyTensor>()?;
+    fastcall::install(&m.py().get_type::<PyTensor>())?;
     m.add_class::<PyDType>()?;
     m.add_class::<PyDevice>()?;
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;

@@ -16,19 +16,6 @@ use crate::types::{parse_device, PyDType, PyDevice};
 #[pyclass(name = "Tensor", module = "dlbridge", frozen, freelist = 64)]
 pub struct PyTensor(pub Tensor);
 
-fn parse_max_version(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<(u32, u32)>> {
-    match obj {
-        None => Ok(None),
-        Some(v) if v.is_none() => Ok(None),
-        Some(v) => v.extract::<(u32, u32)>().map(Some).map_err(|_| {
-            PyValueError::new_err(format!(
-                "max_version must be a (major, minor) tuple of non-negative ints, not {}",
-                v.repr().map(|r| r.to_string()).unwrap_or_default()
-            ))
-        }),
-    }
-}
-
 /// The consumer's `stream` for data on `device`, validated (ValueError for a bad value).
 fn parse_stream(
     device: Device,
@@ -102,6 +89,56 @@ fn nest<'py>(
             }
             Ok(list.into_any())
         }
+    }
+}
+
+impl PyTensor {
+    /// `__dlpack__` (installed as a raw fastcall method by [`crate::fastcall`]): export as a
+    /// DLPack capsule. Arguments are already matched; `None` values are `None` here.
+    pub(crate) fn dlpack<'py>(
+        &self,
+        py: Python<'py>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let flavor = Flavor::for_max_version(max_version);
+        let own = self.0.device();
+        if own.kind == DeviceType::CPU && stream.is_none() && dl_device.is_none() && copy.is_none()
+        {
+            // The common exchange: host data, no stream to order, no device or copy asked.
+            return capsule::export(py, self.0.export(flavor)?);
+        }
+        let target = match dl_device.filter(|d| !d.is_none()) {
+            None => own,
+            Some(d) => {
+                let (kind, id) = d.extract::<(i32, i32)>().map_err(|_| {
+                    PyValueError::new_err("dl_device must be a (device_type, device_id) tuple")
+                })?;
+                Device::new(DeviceType(kind), id)
+            }
+        };
+        let request = parse_stream(target, stream)?;
+        if target.kind == DeviceType::CPU && target.id != 0 {
+            return Err(PyBufferError::new_err(format!(
+                "dl_device={target} does not exist: DLPack numbers the host CPU 0"
+            )));
+        }
+        if target != own && copy == Some(false) {
+            return Err(PyBufferError::new_err(format!(
+                "the data is on {own}; exporting it to {target} needs a copy, which copy=False forbids"
+            )));
+        }
+        let managed = if target != own {
+            cuda::to_device(&self.0, target, request)?.export_owned(flavor)?
+        } else if copy == Some(true) {
+            self.0.export_copy(flavor, Order::C)?
+        } else {
+            cuda::order_for_consumer(&self.0, request)?;
+            self.0.export(flavor)?
+        };
+        capsule::export(py, managed)
     }
 }
 
@@ -255,49 +292,6 @@ impl PyTensor {
     fn copy<'py>(&self, py: Python<'py>, order: &str) -> PyResult<Bound<'py, PyTensor>> {
         let order: Order = order.parse()?;
         new_tensor(py, self.0.copy(order)?)
-    }
-
-    /// Export as a DLPack capsule.
-    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
-    fn __dlpack__<'py>(
-        &self,
-        py: Python<'py>,
-        stream: Option<&Bound<'py, PyAny>>,
-        max_version: Option<&Bound<'py, PyAny>>,
-        dl_device: Option<&Bound<'py, PyAny>>,
-        copy: Option<bool>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let flavor = Flavor::for_max_version(parse_max_version(max_version)?);
-        let own = self.0.device();
-        let target = match dl_device.filter(|d| !d.is_none()) {
-            None => own,
-            Some(d) => {
-                let (kind, id) = d.extract::<(i32, i32)>().map_err(|_| {
-                    PyValueError::new_err("dl_device must be a (device_type, device_id) tuple")
-                })?;
-                Device::new(DeviceType(kind), id)
-            }
-        };
-        let request = parse_stream(target, stream)?;
-        if target.kind == DeviceType::CPU && target.id != 0 {
-            return Err(PyBufferError::new_err(format!(
-                "dl_device={target} does not exist: DLPack numbers the host CPU 0"
-            )));
-        }
-        if target != own && copy == Some(false) {
-            return Err(PyBufferError::new_err(format!(
-                "the data is on {own}; exporting it to {target} needs a copy, which copy=False forbids"
-            )));
-        }
-        let managed = if target != own {
-            cuda::to_device(&self.0, target, request)?.export_owned(flavor)?
-        } else if copy == Some(true) {
-            self.0.export_copy(flavor, Order::C)?
-        } else {
-            cuda::order_for_consumer(&self.0, request)?;
-            self.0.export(flavor)?
-        };
-        capsule::export(py, managed)
     }
 
     /// This tensor on `device`: itself when it is already there, else a copy (`is_copied`).

@@ -122,21 +122,30 @@ static TABLE: &[Entry] = &[
 ];
 
 fn entry(code: TypeCode, bits: u8) -> Option<&'static Entry> {
-    TABLE.iter().find(|e| e.code == code && e.bits == bits)
+    index(code, bits).map(|i| &TABLE[i])
 }
 
-/// Whether the table has `(code, bits)`, without scanning it (the import hot path); a unit test
-/// keeps it equal to the table.
-fn is_valid(code: TypeCode, bits: u8) -> bool {
-    match code.0 {
-        0 | 1 => matches!(bits, 8 | 16 | 32 | 64),
-        2 => matches!(bits, 16 | 32 | 64),
-        4 => bits == 16,
-        5 => matches!(bits, 64 | 128),
-        6..=14 => bits == 8,
-        15 | 16 => bits == 6,
-        17 => bits == 4,
-        _ => false,
+/// The row of `(code, bits)` in [`TABLE`], computed rather than searched (exports and imports
+/// look dtypes up on every call); a unit test keeps it equal to a search of the table.
+fn index(code: TypeCode, bits: u8) -> Option<usize> {
+    let width = |b: u8| match b {
+        8 => 0,
+        16 => 1,
+        32 => 2,
+        _ => 3,
+    };
+    match (code.0, bits) {
+        (6, 8) => Some(0),
+        (0, 8 | 16 | 32 | 64) => Some(1 + width(bits)),
+        (1, 8 | 16 | 32 | 64) => Some(5 + width(bits)),
+        (2, 16 | 32 | 64) => Some(8 + width(bits)),
+        (4, 16) => Some(12),
+        (5, 64) => Some(13),
+        (5, 128) => Some(14),
+        (c @ 7..=14, 8) => Some(15 + usize::from(c - 7)),
+        (c @ 15..=16, 6) => Some(23 + usize::from(c - 15)),
+        (17, 4) => Some(25),
+        _ => None,
     }
 }
 
@@ -195,7 +204,7 @@ impl DType {
         if lanes == 0 {
             return Err(unsupported("lanes must be at least 1"));
         }
-        if !is_valid(code, bits) {
+        if index(code, bits).is_none() {
             return Err(if TABLE.iter().any(|e| e.code == code) {
                 unsupported("this bit width is not valid for the type code")
             } else {
@@ -430,13 +439,15 @@ mod tests {
     }
 
     #[test]
-    fn validity_matches_the_table() {
+    fn index_matches_the_table() {
         for code in 0..=40u8 {
             for bits in 0..=255u8 {
-                let in_table = entry(TypeCode(code), bits).is_some();
+                let searched = TABLE
+                    .iter()
+                    .position(|e| e.code == TypeCode(code) && e.bits == bits);
                 assert_eq!(
-                    is_valid(TypeCode(code), bits),
-                    in_table,
+                    index(TypeCode(code), bits),
+                    searched,
                     "code {code} bits {bits}"
                 );
             }

@@ -75,13 +75,23 @@ impl ManagedStruct for DLManagedTensorVersioned {
     }
 }
 
-/// Move `block` to the heap and point its tensor's shape/strides (and `manager_ctx`) into it.
-fn into_raw_block<M: ManagedStruct>(block: Block<M>, ndim: usize) -> *mut Block<M> {
-    let raw = Box::into_raw(Box::new(block));
-    // SAFETY: `raw` is a live, uniquely owned block that never moves again, so pointers into its
-    // own `dims` (inline or heap) stay valid until the deleter frees it; `dims` holds 2 * ndim
-    // entries.
+/// Build the block directly in its heap allocation (no stack copy of the whole block) and point
+/// its tensor's shape/strides (and `manager_ctx`) into it.
+fn into_raw_block<M: ManagedStruct>(
+    managed: M,
+    dims: Dims,
+    owner: Owner,
+    ndim: usize,
+) -> *mut Block<M> {
+    let raw = Box::into_raw(Box::<Block<M>>::new_uninit()).cast::<Block<M>>();
+    // SAFETY: `raw` is a fresh, uniquely owned allocation for a Block; each field is written
+    // exactly once through raw field pointers before the block is used as a whole. The block
+    // never moves again, so pointers into its own `dims` (inline or heap) stay valid until the
+    // deleter frees it; `dims` holds 2 * ndim entries.
     unsafe {
+        ptr::addr_of_mut!((*raw).managed).write(managed);
+        ptr::addr_of_mut!((*raw).dims).write(dims);
+        ptr::addr_of_mut!((*raw).owner).write(owner);
         let block = &mut *raw;
         let (tensor, ctx) = block.managed.tensor_and_ctx();
         *ctx = raw.cast();
@@ -187,16 +197,12 @@ impl Tensor {
         let owner = self.owner().clone();
         let managed = match flavor {
             Flavor::Legacy => {
-                let block = Block {
-                    managed: DLManagedTensor {
-                        dl_tensor,
-                        manager_ctx: ptr::null_mut(),
-                        deleter: Some(delete_legacy),
-                    },
-                    dims,
-                    owner,
+                let managed = DLManagedTensor {
+                    dl_tensor,
+                    manager_ctx: ptr::null_mut(),
+                    deleter: Some(delete_legacy),
                 };
-                let raw = into_raw_block(block, ndim);
+                let raw = into_raw_block(managed, dims, owner, ndim);
                 // SAFETY: a valid legacy managed tensor whose deleter frees it; ownership passes.
                 unsafe { ManagedTensor::from_legacy(raw.cast()) }
             }
@@ -211,21 +217,17 @@ impl Tensor {
                 if self.subbyte_padded() {
                     flags |= FLAG_IS_SUBBYTE_TYPE_PADDED;
                 }
-                let block = Block {
-                    managed: DLManagedTensorVersioned {
-                        version: DLPackVersion {
-                            major: DLPACK_MAJOR_VERSION,
-                            minor: DLPACK_MINOR_VERSION,
-                        },
-                        manager_ctx: ptr::null_mut(),
-                        deleter: Some(delete_versioned),
-                        flags,
-                        dl_tensor,
+                let managed = DLManagedTensorVersioned {
+                    version: DLPackVersion {
+                        major: DLPACK_MAJOR_VERSION,
+                        minor: DLPACK_MINOR_VERSION,
                     },
-                    dims,
-                    owner,
+                    manager_ctx: ptr::null_mut(),
+                    deleter: Some(delete_versioned),
+                    flags,
+                    dl_tensor,
                 };
-                let raw = into_raw_block(block, ndim);
+                let raw = into_raw_block(managed, dims, owner, ndim);
                 // SAFETY: a valid versioned managed tensor whose deleter frees it.
                 unsafe { ManagedTensor::from_versioned(raw.cast()) }
             }

@@ -1,0 +1,275 @@
+//! `Tensor.__dlpack__` as a raw `METH_FASTCALL | METH_KEYWORDS` method.
+//!
+//! `__dlpack__` runs on every exchange, and pyo3's generic argument extraction (each keyword
+//! name decoded to UTF-8 and searched as a string, then generic tuple extraction) cost as much
+//! as the export itself. Here keyword names are matched by identity against interned strings
+//! (the names callers pass are interned: NumPy's, torch's and CPython's own call sites), with
+//! an equality fallback for the rare caller whose names are not. The method is installed on the
+//! type when the module is initialised; its behaviour is [`PyTensor::dlpack`]'s.
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyString, PyTuple, PyType};
+
+use crate::tensor::PyTensor;
+
+const NAME: &CStr = c"__dlpack__";
+const DOC: &CStr =
+    c"__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)
+--
+
+Export as a DLPack capsule (versioned when max_version allows, else legacy).";
+
+/// `PY_VECTORCALL_ARGUMENTS_OFFSET`, the flag bit a caller may set in the argument count
+/// (not in the 3.11 limited-API headers).
+const ARGUMENTS_OFFSET: usize = 1 << (usize::BITS - 1);
+
+/// The keyword names, interned, in the order of [`PyTensor::dlpack`]'s parameters.
+static KEYWORDS: PyOnceLock<[Py<PyString>; 4]> = PyOnceLock::new();
+
+/// Keyword-name tuples seen before and their [`keyword_slots`].
+static KWNAMES_SEEN: IdentityCache = IdentityCache::new();
+
+/// `max_version` tuples seen before and their value, `major << 32 | minor`.
+static MAX_VERSIONS_SEEN: IdentityCache = IdentityCache::new();
+
+/// Values computed from immutable tuples, remembered by the tuple's identity: callers pass the
+/// same constant tuples on every call (NumPy's static keyword-name and `max_version` tuples, a
+/// call site's constant keyword names), so each is parsed once. A remembered tuple is kept
+/// alive for the rest of the process (a strong reference never released), so its address
+/// cannot be reused by another object; at most [`IdentityCache::SLOTS`] are remembered.
+struct IdentityCache {
+    keys: [AtomicPtr<ffi::PyObject>; IdentityCache::SLOTS],
+    values: [AtomicU64; IdentityCache::SLOTS],
+    insert_lock: Mutex<()>,
+}
+
+impl IdentityCache {
+    const SLOTS: usize = 8;
+
+    const fn new() -> Self {
+        Self {
+            keys: [const { AtomicPtr::new(std::ptr::null_mut()) }; Self::SLOTS],
+            values: [const { AtomicU64::new(0) }; Self::SLOTS],
+            insert_lock: Mutex::new(()),
+        }
+    }
+
+    /// The value remembered for `obj`, if any.
+    fn get(&self, obj: *mut ffi::PyObject) -> Option<u64> {
+        for (key, value) in self.keys.iter().zip(&self.values) {
+            let k = key.load(Ordering::Acquire);
+            if k.is_null() {
+                return None;
+            }
+            if k == obj {
+                return Some(value.load(Ordering::Relaxed));
+            }
+        }
+        None
+    }
+
+    /// Remember `value` for `tuple` if a slot is free (the value is published before the key).
+    fn insert(&self, tuple: &Borrowed<'_, '_, PyTuple>, value: u64) {
+        let _guard = self.insert_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let free = self
+            .keys
+            .iter()
+            .position(|k| k.load(Ordering::Acquire).is_null());
+        if let Some(i) = free {
+            self.values[i].store(value, Ordering::Relaxed);
+            // The strong reference the slot keeps for the rest of the process.
+            let kept = Borrowed::to_owned(*tuple).into_ptr();
+            self.keys[i].store(kept, Ordering::Release);
+        }
+    }
+}
+
+/// Install `__dlpack__` on the Tensor type.
+pub fn install(ty: &Bound<'_, PyType>) -> PyResult<()> {
+    let def: &'static mut ffi::PyMethodDef = Box::leak(Box::new(ffi::PyMethodDef {
+        ml_name: NAME.as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer {
+            PyCFunctionFastWithKeywords: DLPACK_FASTCALL,
+        },
+        ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+        ml_doc: DOC.as_ptr(),
+    }));
+    let py = ty.py();
+    // SAFETY: `ty` is a live type object and `def` a method definition that lives for the rest
+    // of the process (leaked), as method descriptors keep the pointer; the result is a new
+    // reference or NULL with an exception set.
+    let descr = unsafe {
+        Bound::from_owned_ptr_or_err(
+            py,
+            ffi::PyDescr_NewMethod(ty.as_ptr().cast::<ffi::PyTypeObject>(), def),
+        )?
+    };
+    ty.setattr(intern!(py, "__dlpack__"), descr)
+}
+
+/// The C entry point, made by pyo3's own trampoline (the one its `#[pymethods]` use, public
+/// though undocumented): it marks the thread attached for pyo3 (Python references dropped
+/// during the call are released at once), turns a panic into `PanicException` and an error
+/// into a raised exception.
+const DLPACK_FASTCALL: ffi::PyCFunctionFastWithKeywords = pyo3::impl_::trampoline::get_trampoline_function!(
+    fastcall_cfunction_with_keywords,
+    dlpack_entry
+);
+
+/// CPython passes `self`, the positional arguments followed by the keyword values, their
+/// count (with perhaps the `ARGUMENTS_OFFSET` bit), and the tuple of keyword names (or NULL).
+///
+/// # Safety
+/// Called only by CPython through the method descriptor, with the METH_FASTCALL |
+/// METH_KEYWORDS convention.
+unsafe fn dlpack_entry(
+    py: Python<'_>,
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> PyResult<*mut ffi::PyObject> {
+    let nargs = nargsf as usize & !ARGUMENTS_OFFSET;
+    // SAFETY: the arguments are exactly what the calling convention passes, which is
+    // `parse_and_export`'s contract.
+    unsafe { parse_and_export(py, slf, args, nargs, kwnames) }.map(Bound::into_ptr)
+}
+
+/// Match the keywords and export.
+///
+/// # Safety
+/// `slf` is a live object; `kwnames` is NULL or a live tuple of str; `args` points at `nargs`
+/// positional values followed by one value per keyword name, all alive for the call.
+unsafe fn parse_and_export<'py>(
+    py: Python<'py>,
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargs: usize,
+    kwnames: *mut ffi::PyObject,
+) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: caller's contract.
+    let slf = unsafe { Borrowed::from_ptr(py, slf) };
+    let tensor = slf.cast::<PyTensor>()?;
+    if nargs != 0 {
+        return Err(PyTypeError::new_err(format!(
+            "__dlpack__() takes no positional arguments ({nargs} given): stream, max_version, dl_device and copy are keyword-only"
+        )));
+    }
+    let mut found: [Option<Borrowed<'_, 'py, PyAny>>; 4] = [None; 4];
+    // SAFETY: caller's contract.
+    if let Some(kwnames) = unsafe { Borrowed::from_ptr_or_opt(py, kwnames) } {
+        let slots = match KWNAMES_SEEN.get(kwnames.as_ptr()) {
+            Some(packed) => packed,
+            None => {
+                let kwnames = kwnames.cast::<PyTuple>()?;
+                let packed = keyword_slots(&kwnames)?;
+                KWNAMES_SEEN.insert(&kwnames, packed);
+                packed
+            }
+        };
+        for i in 0..(slots >> 56) as usize {
+            let slot = ((slots >> (8 * i)) & 0xff) as usize;
+            // SAFETY: caller's contract: the i-th keyword's value follows the positionals.
+            found[slot] = Some(unsafe { Borrowed::from_ptr(py, *args.add(nargs + i)) });
+        }
+    }
+    let [stream, max_version, dl_device, copy] = found.map(|v| v.filter(|v| !v.is_none()));
+    let copy = copy.map(|c| parse_copy(&c)).transpose()?;
+    let max_version = max_version.map(|v| cached_max_version(&v)).transpose()?;
+    tensor.get().dlpack(
+        py,
+        stream.as_deref(),
+        max_version,
+        dl_device.as_deref(),
+        copy,
+    )
+}
+
+/// For each keyword name of a call, the parameter it sets (0 stream, 1 max_version,
+/// 2 dl_device, 3 copy), packed one byte per keyword with the keyword count in the top byte.
+/// Names are matched by identity with our interned names first, by equality otherwise.
+fn keyword_slots(kwnames: &Borrowed<'_, '_, PyTuple>) -> PyResult<u64> {
+    let py = kwnames.py();
+    let names = KEYWORDS.get_or_try_init(py, || {
+        let name = |s: &str| PyString::intern(py, s).unbind();
+        PyResult::Ok([
+            name("stream"),
+            name("max_version"),
+            name("dl_device"),
+            name("copy"),
+        ])
+    })?;
+    let mut packed = (kwnames.len() as u64) << 56;
+    for (i, name) in kwnames.iter_borrowed().enumerate() {
+        let mut slot = names.iter().position(|n| n.as_ptr() == name.as_ptr());
+        if slot.is_none() {
+            for (j, n) in names.iter().enumerate() {
+                if n.bind(py).as_any().eq(name)? {
+                    slot = Some(j);
+                }
+            }
+        }
+        let Some(slot) = slot else {
+            return Err(PyTypeError::new_err(format!(
+                "__dlpack__() got an unexpected keyword argument {}",
+                name.repr()?
+            )));
+        };
+        if i >= 4 || (0..i).any(|k| (packed >> (8 * k)) & 0xff == slot as u64) {
+            return Err(PyTypeError::new_err(format!(
+                "__dlpack__() got multiple values for argument {}",
+                name.repr()?
+            )));
+        }
+        packed |= (slot as u64) << (8 * i);
+    }
+    Ok(packed)
+}
+
+/// [`parse_max_version`], remembered for exact tuples (callers pass constant ones).
+fn cached_max_version(v: &Borrowed<'_, '_, PyAny>) -> PyResult<(u32, u32)> {
+    if let Some(packed) = MAX_VERSIONS_SEEN.get(v.as_ptr()) {
+        return Ok(((packed >> 32) as u32, packed as u32));
+    }
+    let version = parse_max_version(v)?;
+    if let Ok(tuple) = v.cast_exact::<PyTuple>() {
+        MAX_VERSIONS_SEEN.insert(&tuple, (u64::from(version.0) << 32) | u64::from(version.1));
+    }
+    Ok(version)
+}
+
+/// `max_version`: a `(major, minor)` tuple of non-negative ints.
+fn parse_max_version(v: &Borrowed<'_, '_, PyAny>) -> PyResult<(u32, u32)> {
+    let item = |t: &Borrowed<'_, '_, PyTuple>, i: usize| {
+        t.get_borrowed_item(i).ok()?.extract::<u32>().ok()
+    };
+    let exact_pair = v.cast_exact::<PyTuple>().ok().filter(|t| t.len() == 2);
+    match exact_pair.and_then(|t| Some((item(&t, 0)?, item(&t, 1)?))) {
+        Some(version) => Ok(version),
+        // Another sequence of two ints (a tuple subclass, a list): the generic extraction.
+        None => v.extract::<(u32, u32)>().map_err(|_| {
+            PyValueError::new_err(format!(
+                "max_version must be a (major, minor) tuple of non-negative ints, not {}",
+                v.repr().map(|r| r.to_string()).unwrap_or_default()
+            ))
+        }),
+    }
+}
+
+/// `copy`: a bool (NumPy's bool included).
+fn parse_copy(value: &Borrowed<'_, '_, PyAny>) -> PyResult<bool> {
+    value.extract::<bool>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "copy must be None, True or False, not {}",
+            value.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    })
+}
