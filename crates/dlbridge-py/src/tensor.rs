@@ -13,7 +13,7 @@ use dlbridge::{cuda, DType, Device, DeviceType, Order, Tensor, TypeCode};
 use crate::types::{parse_device, PyDType, PyDevice};
 
 /// An owned, validated view of array memory.
-#[pyclass(name = "Tensor", module = "dlbridge", frozen, freelist = 64)]
+#[pyclass(name = "Tensor", module = "dlbridge", frozen)]
 pub struct PyTensor(pub Tensor);
 
 /// The consumer's `stream` for data on `device`, validated (ValueError for a bad value).
