@@ -1,5 +1,5 @@
-//! `obj.__dlpack__(max_version=(1, 3))` through vectorcall: no bound method, no kwargs dict,
-//! no fresh tuple per call (the hot path of every import).
+//! Method calls through vectorcall: no bound method, no kwargs dict, no fresh tuple per call
+//! (`obj.__dlpack__(max_version=(1, 3))` is the hot path of every import).
 
 use pyo3::ffi;
 use pyo3::intern;
@@ -39,5 +39,20 @@ pub fn dlpack_with_max_version<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'
     unsafe {
         let result = PyObject_VectorcallMethod(name.as_ptr(), args.as_ptr(), 1, kwnames.as_ptr());
         Bound::from_owned_ptr_or_err(py, result)
+    }
+}
+
+/// `obj.name()`, without creating a bound method.
+pub fn method0<'py>(
+    obj: &Bound<'py, PyAny>,
+    name: &Bound<'py, pyo3::types::PyString>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let args = [obj.as_ptr()];
+    // SAFETY: the GIL is held; `args` holds `self` only, borrowed and alive for the call; no
+    // keywords; the result is a new reference or NULL with an exception set.
+    unsafe {
+        let result =
+            PyObject_VectorcallMethod(name.as_ptr(), args.as_ptr(), 1, std::ptr::null_mut());
+        Bound::from_owned_ptr_or_err(obj.py(), result)
     }
 }

@@ -10,6 +10,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
+use crate::python::call;
+
 /// True for `torch.Tensor` and its subclasses (e.g. `torch.nn.Parameter`).
 pub fn is_tensor_type(ty: &Bound<'_, PyType>) -> bool {
     let is_torch_tensor = |t: &Bound<'_, PyAny>| {
@@ -34,13 +36,13 @@ pub fn check_exportable(obj: &Bound<'_, PyAny>) -> PyResult<()> {
     if obj.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
         return refuse("requires grad", ".detach() (no copy)");
     }
-    if obj.call_method0(intern!(py, "is_conj"))?.is_truthy()? {
+    if call::method0(obj, intern!(py, "is_conj"))?.is_truthy()? {
         return refuse(
             "has its conjugate bit set (a lazy conjugate view)",
             ".resolve_conj() (a copy)",
         );
     }
-    if obj.call_method0(intern!(py, "is_neg"))?.is_truthy()? {
+    if call::method0(obj, intern!(py, "is_neg"))?.is_truthy()? {
         return refuse(
             "has its negative bit set (a lazy negated view)",
             ".resolve_neg() (a copy)",
