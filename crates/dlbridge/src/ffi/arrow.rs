@@ -878,12 +878,7 @@ impl<'a> Node<'a> {
     /// field's layout has (1 for a fixed-size list, 2 for a primitive array); a mismatch is an
     /// error.
     pub fn count_nulls(self, start: i64, count: i64, n_buffers: usize) -> Result<i64> {
-        let (length, offset) = self.extent()?;
-        if start < 0 || count < 0 || start.checked_add(count).is_none_or(|end| end > length) {
-            return Err(invalid(format!(
-                "items {start}..{start}+{count} are outside the array of length {length}"
-            )));
-        }
+        let length = self.check_range(start, count)?;
         let null_count = self.array.null_count;
         if null_count == 0 || count == 0 {
             return Ok(0);
@@ -891,9 +886,47 @@ impl<'a> Node<'a> {
         if null_count > 0 && start == 0 && count == length {
             return Ok(null_count);
         }
+        let Some((bits, first)) = self.validity(start, n_buffers)? else {
+            return Ok(0);
+        };
+        let valid = (first..first + count as usize)
+            .filter(|&j| bits[j / 8] >> (j % 8) & 1 == 1)
+            .count();
+        Ok(count - valid as i64)
+    }
+
+    /// The positions (relative to `start`) of the null items among logical items
+    /// `[start, start + count)`, read from the validity bitmap (see [`Node::count_nulls`]).
+    pub fn null_positions(self, start: i64, count: i64, n_buffers: usize) -> Result<Vec<usize>> {
+        self.check_range(start, count)?;
+        if self.array.null_count == 0 || count == 0 {
+            return Ok(vec![]);
+        }
+        let Some((bits, first)) = self.validity(start, n_buffers)? else {
+            return Ok(vec![]);
+        };
+        Ok((0..count as usize)
+            .filter(|&k| bits[(first + k) / 8] >> ((first + k) % 8) & 1 == 0)
+            .collect())
+    }
+
+    /// Checks that items `[start, start + count)` lie in the array; returns its length.
+    fn check_range(self, start: i64, count: i64) -> Result<i64> {
+        let (length, _) = self.extent()?;
+        if start < 0 || count < 0 || start.checked_add(count).is_none_or(|end| end > length) {
+            return Err(invalid(format!(
+                "items {start}..{start}+{count} are outside the array of length {length}"
+            )));
+        }
+        Ok(length)
+    }
+
+    /// The validity bitmap (`None` when absent) and the bit of logical item `start`.
+    fn validity(self, start: i64, n_buffers: usize) -> Result<Option<(&'a [u8], usize)>> {
+        let (length, offset) = self.extent()?;
         let validity = self.buffer(0, n_buffers)?;
         if validity.is_null() {
-            return Ok(0);
+            return Ok(None);
         }
         if !self.device.is_host_accessible() {
             return Err(invalid(format!(
@@ -906,11 +939,7 @@ impl<'a> Node<'a> {
         // bits, in host-readable memory that lives as long as the array.
         let bits =
             unsafe { std::slice::from_raw_parts(validity.cast::<u8>(), total_bits.div_ceil(8)) };
-        let first = (offset + start) as usize;
-        let valid = (first..first + count as usize)
-            .filter(|&j| bits[j / 8] >> (j % 8) & 1 == 1)
-            .count();
-        Ok(count - valid as i64)
+        Ok(Some((bits, (offset + start) as usize)))
     }
 
     /// A zero-copy, read-only tensor over the values buffer (buffer 1) of a fixed-width leaf.

@@ -17,12 +17,13 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::arrow::{self as convert, ExportOptions};
+use crate::arrow::{self as convert, ExportOptions, Imported, Nulls};
 use crate::device::DeviceType;
 use crate::ffi::arrow::{
     export_stream, ArrowArray, ArrowArrayStream, ArrowData, ArrowDeviceArray, ArrowSchema,
     OwnedArray, OwnedSchema, OwnedStream, SchemaView,
 };
+use crate::python::protocols::Protocols;
 use crate::tensor::Tensor;
 
 /// Capsule name of an `ArrowSchema`.
@@ -262,9 +263,14 @@ pub fn check_device_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
     Ok(())
 }
 
-/// `__arrow_c_schema__`: the field the tensor exports as.
-pub fn export_schema<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'py, PyAny>> {
-    let spec = convert::export_schema(tensor, &ExportOptions::default())?;
+/// `__arrow_c_schema__`: the field the tensor exports as (`dim_names`: logical names of the
+/// cell's dimensions, see [`convert::export_named`]).
+pub fn export_schema<'py>(
+    py: Python<'py>,
+    tensor: &Tensor,
+    dim_names: Option<&[String]>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let spec = convert::export_schema_named(tensor, &ExportOptions::default(), dim_names)?;
     schema_capsule(py, spec.export()?)
 }
 
@@ -273,6 +279,7 @@ pub fn export_schema<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'p
 pub fn export_array<'py>(
     py: Python<'py>,
     tensor: &Tensor,
+    dim_names: Option<&[String]>,
     requested: Option<&Bound<'py, PyAny>>,
     device: bool,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
@@ -282,7 +289,7 @@ pub fn export_array<'py>(
             tensor.device()
         )));
     }
-    let exported = convert::export(tensor, &options(tensor, requested)?)?;
+    let exported = convert::export_named(tensor, &options(tensor, requested)?, dim_names)?;
     let schema = schema_capsule(py, exported.schema.export()?)?;
     let array = exported.array.export(exported.device);
     let array = if device {
@@ -297,6 +304,7 @@ pub fn export_array<'py>(
 pub fn export_stream_capsule<'py>(
     py: Python<'py>,
     tensor: &Tensor,
+    dim_names: Option<&[String]>,
     requested: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     if !tensor.device().is_host_accessible() {
@@ -305,7 +313,7 @@ pub fn export_stream_capsule<'py>(
             tensor.device()
         )));
     }
-    let exported = convert::export(tensor, &options(tensor, requested)?)?;
+    let exported = convert::export_named(tensor, &options(tensor, requested)?, dim_names)?;
     stream_capsule(py, export_stream(exported.schema, vec![exported.array]))
 }
 
@@ -325,14 +333,14 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    /// The protocol to use, in the documented order (device array, array, stream), given
-    /// which ones an object offers.
-    pub fn first_offered(device_array: bool, array: bool, stream: bool) -> Option<Self> {
-        if device_array {
+    /// The protocol to use for a type that offers `offers`, in the documented order (device
+    /// array, array, stream).
+    pub fn of(offers: &Protocols) -> Option<Self> {
+        if offers.arrow_device_array {
             Some(Self::DeviceArray)
-        } else if array {
+        } else if offers.arrow_array {
             Some(Self::Array)
-        } else if stream {
+        } else if offers.arrow_stream {
             Some(Self::Stream)
         } else {
             None
@@ -364,11 +372,22 @@ impl Drop for Attached {
 
 /// Import `obj` through `protocol` (read-only, zero-copy where the bytes allow; see
 /// [`crate::arrow`]). `copy=Some(false)` refuses the copies bit-packed booleans and several
-/// stream chunks need.
+/// stream chunks need. Nulls are refused.
 pub fn import(obj: &Bound<'_, PyAny>, protocol: Protocol, copy: Option<bool>) -> PyResult<Tensor> {
+    Ok(import_with(obj, protocol, copy, Nulls::Refuse)?.values)
+}
+
+/// [`import`] with a choice of what to do with nulls; also returns the validity and the
+/// dimension names (see [`convert::import_arrow`]).
+pub fn import_with(
+    obj: &Bound<'_, PyAny>,
+    protocol: Protocol,
+    copy: Option<bool>,
+    nulls: Nulls,
+) -> PyResult<Imported> {
     let py = obj.py();
     let (schema, array) = match protocol {
-        Protocol::Stream => return import_stream(obj, copy),
+        Protocol::Stream => return import_stream(obj, copy, nulls),
         Protocol::DeviceArray => {
             let (s, a): (Bound<'_, PyAny>, Bound<'_, PyAny>) = obj
                 .call_method0(intern!(py, "__arrow_c_device_array__"))?
@@ -385,13 +404,14 @@ pub fn import(obj: &Bound<'_, PyAny>, protocol: Protocol, copy: Option<bool>) ->
     wait_for_event(py, &array)?;
     // SAFETY: the producer handed out this schema with this array.
     let data = unsafe { ArrowData::new(Arc::new(schema), array) };
-    Ok(convert::tensor_from_arrow(
+    Ok(convert::import_arrow(
         Attached(ManuallyDrop::new(data)),
         copy,
+        nulls,
     )?)
 }
 
-fn import_stream(obj: &Bound<'_, PyAny>, copy: Option<bool>) -> PyResult<Tensor> {
+fn import_stream(obj: &Bound<'_, PyAny>, copy: Option<bool>, nulls: Nulls) -> PyResult<Imported> {
     let capsule = obj.call_method0(intern!(obj.py(), "__arrow_c_stream__"))?;
     let mut stream = take_stream(&capsule)?;
     let schema = Arc::new(stream.schema()?);
@@ -399,13 +419,14 @@ fn import_stream(obj: &Bound<'_, PyAny>, copy: Option<bool>) -> PyResult<Tensor>
     while let Some(array) = stream.next_array()? {
         // SAFETY: every chunk of a stream is described by the stream's schema.
         let data = unsafe { ArrowData::new(schema.clone(), array) };
-        chunks.push(convert::tensor_from_arrow(
+        chunks.push(convert::import_arrow(
             Attached(ManuallyDrop::new(data)),
             copy,
+            nulls,
         )?);
     }
     drop(stream);
-    Ok(convert::concatenate(schema.view(), chunks, copy)?)
+    Ok(convert::concatenate_imported(schema.view(), chunks, copy)?)
 }
 
 /// Wait until the producer's sync event has fired, so the buffers are safe to read from any
