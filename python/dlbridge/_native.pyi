@@ -177,6 +177,11 @@ class Tensor:
         """
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """An ``arrow_array_stream`` PyCapsule yielding the tensor as a single chunk."""
+    def __arrow_c_device_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
+        """An ``arrow_device_array_stream`` PyCapsule yielding the tensor as one device array
+        (the schema and array of ``__arrow_c_device_array__``), then the end: ``get_next``
+        gives a released array from then on. Never copies across devices. Unknown keywords
+        are accepted only with the value None (NotImplementedError otherwise)."""
     def __buffer__(self, flags: int, /) -> memoryview: ...
     def __len__(self) -> int: ...
 
@@ -184,11 +189,13 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
     """Import any array-like as a Tensor, zero-copy when possible.
 
     Tries, in order: dlbridge Tensor, a raw DLPack capsule, the Arrow PyCapsule interface
-    (``__arrow_c_device_array__``, ``__arrow_c_array__``, ``__arrow_c_stream__``; taken before
+    (``__arrow_c_device_array__``, ``__arrow_c_array__``, ``__arrow_c_device_stream__``,
+    ``__arrow_c_stream__``; taken before
     ``__dlpack__`` for objects that offer both, like pyarrow arrays), ``__dlpack__`` (versioned,
     legacy fallback), the buffer protocol and ``__array_interface__``. Arrow imports are
-    read-only; nulls are a BufferError (see :func:`from_arrow`); bit-packed booleans and several
-    stream chunks need a copy. ``copy=True`` always copies,
+    read-only and keep a ``fixed_shape_tensor``'s ``dim_names``; nulls are a BufferError (see
+    :func:`from_arrow`); bit-packed booleans and several stream chunks need a copy (several
+    chunks on a device the host cannot read are a BufferError). ``copy=True`` always copies,
     ``copy=False`` never does (BufferError if it must), ``copy=None`` copies only when needed.
     """
 

@@ -45,6 +45,20 @@ impl PyTensor {
         arrow::export_array(py, &self.0, cell_names(&self.1), requested_schema, true)
     }
 
+    /// An `arrow_device_array_stream` capsule yielding the tensor as one device array (the
+    /// schema and array of `__arrow_c_device_array__`), then the end. Unknown keywords are
+    /// accepted only with the value None (NotImplementedError otherwise).
+    #[pyo3(signature = (requested_schema=None, **kwargs))]
+    fn __arrow_c_device_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<&Bound<'py, PyAny>>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        arrow::check_device_kwargs(kwargs)?;
+        arrow::export_device_stream_capsule(py, &self.0, cell_names(&self.1), requested_schema)
+    }
+
     /// An `arrow_array_stream` capsule yielding the tensor as one chunk (host tensors only).
     #[pyo3(signature = (requested_schema=None))]
     fn __arrow_c_stream__<'py>(

@@ -1,7 +1,8 @@
 //! The Arrow PyCapsule interface: capsules for schemas, arrays, device arrays and streams
-//! (named `arrow_schema`, `arrow_array`, `arrow_device_array`, `arrow_array_stream`), the
-//! exports behind `Tensor.__arrow_c_*__`, and the import of any object that offers
-//! `__arrow_c_device_array__`, `__arrow_c_array__` or `__arrow_c_stream__`.
+//! (named `arrow_schema`, `arrow_array`, `arrow_device_array`, `arrow_array_stream`,
+//! `arrow_device_array_stream`), the exports behind `Tensor.__arrow_c_*__`, and the import of
+//! any object that offers `__arrow_c_device_array__`, `__arrow_c_array__`,
+//! `__arrow_c_device_stream__` or `__arrow_c_stream__`.
 //!
 //! Capsules follow the protocol: the struct is allocated released, wrapped in the capsule, and
 //! only then filled, so an error leaks nothing; the destructor releases the struct if no
@@ -20,8 +21,9 @@ use pyo3::types::PyDict;
 use crate::arrow::{self as convert, ExportOptions, Imported, Nulls};
 use crate::device::DeviceType;
 use crate::ffi::arrow::{
-    export_stream, ArrowArray, ArrowArrayStream, ArrowData, ArrowDeviceArray, ArrowSchema,
-    OwnedArray, OwnedSchema, OwnedStream, SchemaView,
+    export_device_stream, export_stream, ArrowArray, ArrowArrayStream, ArrowData, ArrowDeviceArray,
+    ArrowDeviceArrayStream, ArrowSchema, OwnedArray, OwnedDeviceStream, OwnedSchema, OwnedStream,
+    SchemaView,
 };
 use crate::python::protocols::Protocols;
 use crate::tensor::Tensor;
@@ -34,6 +36,8 @@ pub const ARRAY: &CStr = c"arrow_array";
 pub const DEVICE_ARRAY: &CStr = c"arrow_device_array";
 /// Capsule name of an `ArrowArrayStream`.
 pub const ARRAY_STREAM: &CStr = c"arrow_array_stream";
+/// Capsule name of an `ArrowDeviceArrayStream`.
+pub const DEVICE_ARRAY_STREAM: &CStr = c"arrow_device_array_stream";
 
 /// A C struct that can travel in a capsule.
 trait CapsuleStruct: Sized {
@@ -97,6 +101,21 @@ impl CapsuleStruct for ArrowArrayStream {
     const NAME: &'static CStr = ARRAY_STREAM;
     fn released() -> Self {
         ArrowArrayStream::released()
+    }
+    unsafe fn release(this: *mut Self) {
+        // SAFETY: as above.
+        unsafe {
+            if let Some(release) = (*this).release {
+                release(this);
+            }
+        }
+    }
+}
+
+impl CapsuleStruct for ArrowDeviceArrayStream {
+    const NAME: &'static CStr = DEVICE_ARRAY_STREAM;
+    fn released() -> Self {
+        ArrowDeviceArrayStream::released()
     }
     unsafe fn release(this: *mut Self) {
         // SAFETY: as above.
@@ -183,6 +202,18 @@ pub fn stream_capsule(py: Python<'_>, stream: OwnedStream) -> PyResult<Bound<'_,
     })
 }
 
+/// Wrap a device stream in an `arrow_device_array_stream` capsule.
+pub fn device_stream_capsule(
+    py: Python<'_>,
+    stream: OwnedDeviceStream,
+) -> PyResult<Bound<'_, PyAny>> {
+    new_capsule::<ArrowDeviceArrayStream>(py, |out| {
+        // SAFETY: `out` is the capsule's released struct.
+        unsafe { stream.move_into(out) };
+        Ok(())
+    })
+}
+
 /// The struct pointer of a capsule named `T::NAME`; TypeError for anything else.
 fn capsule_pointer<T: CapsuleStruct>(obj: &Bound<'_, PyAny>) -> PyResult<*mut T> {
     // SAFETY: PyCapsule_IsValid accepts any object and sets no exception.
@@ -231,6 +262,13 @@ pub fn take_stream(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedStream> {
     let raw = capsule_pointer::<ArrowArrayStream>(capsule)?;
     // SAFETY: as for take_schema, with an ArrowArrayStream.
     Ok(unsafe { OwnedStream::take(raw) }?)
+}
+
+/// Move the stream out of an `arrow_device_array_stream` capsule.
+pub fn take_device_stream(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedDeviceStream> {
+    let raw = capsule_pointer::<ArrowDeviceArrayStream>(capsule)?;
+    // SAFETY: as for take_schema, with an ArrowDeviceArrayStream.
+    Ok(unsafe { OwnedDeviceStream::take(raw) }?)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -317,6 +355,19 @@ pub fn export_stream_capsule<'py>(
     stream_capsule(py, export_stream(exported.schema, vec![exported.array]))
 }
 
+/// `__arrow_c_device_stream__`: a device stream of one chunk on the tensor's own device (the
+/// schema and array of `__arrow_c_device_array__`).
+pub fn export_device_stream_capsule<'py>(
+    py: Python<'py>,
+    tensor: &Tensor,
+    dim_names: Option<&[String]>,
+    requested: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let exported = convert::export_named(tensor, &options(tensor, requested)?, dim_names)?;
+    let stream = export_device_stream(exported.schema, vec![exported.array], exported.device);
+    device_stream_capsule(py, stream)
+}
+
 // ------------------------------------------------------------------------------------------
 // Import
 // ------------------------------------------------------------------------------------------
@@ -328,18 +379,23 @@ pub enum Protocol {
     DeviceArray,
     /// `__arrow_c_array__`
     Array,
+    /// `__arrow_c_device_stream__` (device-aware chunked arrays and streams)
+    DeviceStream,
     /// `__arrow_c_stream__` (chunked arrays, tables' columns, streams)
     Stream,
 }
 
 impl Protocol {
-    /// The protocol to use for a type that offers `offers`, in the documented order (device
-    /// array, array, stream).
+    /// The protocol to use for a type that offers `offers`, in the documented order: a single
+    /// array before a stream, and the device variant of each before the host one (device
+    /// array, array, device stream, stream).
     pub fn of(offers: &Protocols) -> Option<Self> {
         if offers.arrow_device_array {
             Some(Self::DeviceArray)
         } else if offers.arrow_array {
             Some(Self::Array)
+        } else if offers.arrow_device_stream {
+            Some(Self::DeviceStream)
         } else if offers.arrow_stream {
             Some(Self::Stream)
         } else {
@@ -388,6 +444,7 @@ pub fn import_with(
     let py = obj.py();
     let (schema, array) = match protocol {
         Protocol::Stream => return import_stream(obj, copy, nulls),
+        Protocol::DeviceStream => return import_device_stream(obj, copy, nulls),
         Protocol::DeviceArray => {
             let (s, a): (Bound<'_, PyAny>, Bound<'_, PyAny>) = obj
                 .call_method0(intern!(py, "__arrow_c_device_array__"))?
@@ -426,6 +483,48 @@ fn import_stream(obj: &Bound<'_, PyAny>, copy: Option<bool>, nulls: Nulls) -> Py
         )?);
     }
     drop(stream);
+    Ok(convert::concatenate_imported(schema.view(), chunks, copy)?)
+}
+
+/// A device stream: one chunk imports zero-copy (on its device); several are joined into a
+/// host copy, which memory the host cannot read cannot be.
+fn import_device_stream(
+    obj: &Bound<'_, PyAny>,
+    copy: Option<bool>,
+    nulls: Nulls,
+) -> PyResult<Imported> {
+    let py = obj.py();
+    let capsule = obj.call_method0(intern!(py, "__arrow_c_device_stream__"))?;
+    let mut stream = take_device_stream(&capsule)?;
+    let schema = Arc::new(stream.schema()?);
+    let mut arrays = vec![];
+    while let Some(array) = stream.next_array()? {
+        let device = array.device()?;
+        if device.kind != stream.device_type() {
+            return Err(PyBufferError::new_err(format!(
+                "the device stream promised device type {} but a chunk is on {device}",
+                stream.device_type().0
+            )));
+        }
+        if !arrays.is_empty() && !device.is_host_accessible() {
+            return Err(PyBufferError::new_err(format!(
+                "the device stream has several chunks on {device}: joining them needs a copy on the device, which dlbridge does not make; combine the chunks with the producer first (e.g. combine_chunks()) or import them one by one"
+            )));
+        }
+        arrays.push(array);
+    }
+    drop(stream);
+    let mut chunks = Vec::with_capacity(arrays.len());
+    for array in arrays {
+        wait_for_event(py, &array)?;
+        // SAFETY: every chunk of a stream is described by the stream's schema.
+        let data = unsafe { ArrowData::new(schema.clone(), array) };
+        chunks.push(convert::import_arrow(
+            Attached(ManuallyDrop::new(data)),
+            copy,
+            nulls,
+        )?);
+    }
     Ok(convert::concatenate_imported(schema.view(), chunks, copy)?)
 }
 
