@@ -4,7 +4,8 @@ Zero copies where possible, explicit copies where not, and read-only memory kept
 The public API:
 
 - :func:`from_dlpack` imports any array-like (DLPack producer or capsule, buffer protocol,
-  ``__array_interface__``, Arrow) as a :class:`Tensor`.
+  ``__array_interface__``, Arrow) as a :class:`Tensor`; :func:`from_arrow` imports Arrow
+  arrays with their nulls filled or reported as a validity mask.
 - :class:`Tensor` exports itself through ``__dlpack__``, the buffer protocol,
   ``__array_interface__`` and the Arrow PyCapsule interface.
 - :class:`DType` and :class:`Device` describe element types and devices; :func:`copyto`
@@ -16,7 +17,16 @@ The public API:
   :func:`describe` says what dlbridge sees in any object.
 """
 
-from ._native import DLPACK_VERSION, Device, DType, Tensor, __version__, copyto, from_dlpack
+from ._native import (
+    DLPACK_VERSION,
+    Device,
+    DType,
+    Tensor,
+    __version__,
+    copyto,
+    from_arrow,
+    from_dlpack,
+)
 from .convert import convert, explain
 from .describe import describe
 from .host import to_host, to_memoryview, to_numpy
@@ -33,6 +43,7 @@ __all__ = [
     "copyto",
     "describe",
     "explain",
+    "from_arrow",
     "from_dlpack",
     "to_host",
     "to_memoryview",

@@ -6,6 +6,7 @@ from ._native import DType as DType
 from ._native import Tensor as Tensor
 from ._native import __version__ as __version__
 from ._native import copyto as copyto
+from ._native import from_arrow as from_arrow
 from ._native import from_dlpack as from_dlpack
 from .plan import Plan as Plan
 
@@ -20,6 +21,7 @@ __all__ = [
     "copyto",
     "describe",
     "explain",
+    "from_arrow",
     "from_dlpack",
     "to_host",
     "to_memoryview",

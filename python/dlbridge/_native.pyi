@@ -1,6 +1,6 @@
 """Type stubs for the native extension of dlbridge (built from crates/dlbridge-py)."""
 
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 __version__: str
 
@@ -79,6 +79,17 @@ class Tensor:
     @property
     def device(self) -> Device:
         """Where the memory lives."""
+    @property
+    def dim_names(self) -> tuple[str, ...] | None:
+        """Names of the dimensions, one per dimension, or None.
+
+        Set by an import of an Arrow ``arrow.fixed_shape_tensor`` that has ``dim_names``
+        (:func:`from_dlpack`, :func:`from_arrow`, ``Tensor(x)``), in logical order (after the
+        extension's ``permutation``); dimension 0, the Arrow array's rows, is named ``""``.
+        Kept by ``copy()``, ``contiguous()``, ``to_device()`` and ``view()``, dropped by
+        anything that changes the shape, and written back (in physical order) by the Arrow
+        export, so ``pa.array(dlbridge.from_dlpack(arr))`` keeps them.
+        """
     @property
     def ndim(self) -> int:
         """Number of dimensions."""
@@ -166,6 +177,11 @@ class Tensor:
         """
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """An ``arrow_array_stream`` PyCapsule yielding the tensor as a single chunk."""
+    def __arrow_c_device_stream__(self, requested_schema: Any = None, **kwargs: Any) -> Any:
+        """An ``arrow_device_array_stream`` PyCapsule yielding the tensor as one device array
+        (the schema and array of ``__arrow_c_device_array__``), then the end: ``get_next``
+        gives a released array from then on. Never copies across devices. Unknown keywords
+        are accepted only with the value None (NotImplementedError otherwise)."""
     def __buffer__(self, flags: int, /) -> memoryview: ...
     def __len__(self) -> int: ...
 
@@ -173,12 +189,65 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
     """Import any array-like as a Tensor, zero-copy when possible.
 
     Tries, in order: dlbridge Tensor, a raw DLPack capsule, the Arrow PyCapsule interface
-    (``__arrow_c_device_array__``, ``__arrow_c_array__``, ``__arrow_c_stream__``; taken before
+    (``__arrow_c_device_array__``, ``__arrow_c_array__``, ``__arrow_c_device_stream__``,
+    ``__arrow_c_stream__``; taken before
     ``__dlpack__`` for objects that offer both, like pyarrow arrays), ``__dlpack__`` (versioned,
     legacy fallback), the buffer protocol and ``__array_interface__``. Arrow imports are
-    read-only; nulls are a BufferError (fill them first); bit-packed booleans and several
-    stream chunks need a copy. ``copy=True`` always copies,
+    read-only and keep a ``fixed_shape_tensor``'s ``dim_names``; nulls are a BufferError (see
+    :func:`from_arrow`); bit-packed booleans and several stream chunks need a copy (several
+    chunks on a device the host cannot read are a BufferError). ``copy=True`` always copies,
     ``copy=False`` never does (BufferError if it must), ``copy=None`` copies only when needed.
+    """
+
+@overload
+def from_arrow(
+    x: Any,
+    /,
+    *,
+    fill_null: bool | int | float | None = None,
+    with_validity: Literal[False] = False,
+    copy: bool | None = None,
+) -> Tensor: ...
+@overload
+def from_arrow(
+    x: Any,
+    /,
+    *,
+    fill_null: bool | int | float | None = None,
+    with_validity: Literal[True],
+    copy: bool | None = None,
+) -> tuple[Tensor, Tensor]: ...
+def from_arrow(
+    x: Any,
+    /,
+    *,
+    fill_null: bool | int | float | None = None,
+    with_validity: bool = False,
+    copy: bool | None = None,
+) -> Tensor | tuple[Tensor, Tensor]:
+    """Import an Arrow array, choosing what happens to its nulls (DLPack has no validity).
+
+    ``x``: any object with the Arrow PyCapsule interface (``__arrow_c_device_array__``,
+    ``__arrow_c_array__``, ``__arrow_c_stream__``: arrays, chunked arrays, streams, from
+    pyarrow, nanoarrow, arro3...); anything else is a TypeError (use :func:`from_dlpack`).
+    Without options this is :func:`from_dlpack`'s Arrow import: zero-copy and read-only, with
+    a BufferError for nulls.
+
+    - ``fill_null=v``: nulls become ``v`` in a fresh, writable, C-contiguous copy (``is_copied``);
+      an array without nulls stays zero-copy (read-only). ``copy=False`` with nulls present is
+      a BufferError. ``v`` must fit the dtype exactly: a fraction or an out-of-range integer
+      for an integer dtype, a finite float that overflows a float dtype, or anything but
+      ``True``/``False``/0/1 for ``bool`` is a ValueError; a non-number is a TypeError.
+    - ``with_validity=True``: returns ``(values, valid)``. ``values`` is zero-copy where the
+      data allows, and its entries under nulls are unspecified (whatever the producer left
+      there; filled when ``fill_null`` is given too). ``valid`` is a ``bool`` tensor of
+      ``values``' shape, True where the value is present (all True without nulls).
+
+    Nulls count at every level: a null cell of a ``FixedSizeList`` or
+    ``arrow.fixed_shape_tensor`` covers all the cell's elements, and nulls in the child values
+    count too. Bit-packed booleans are unpacked (a copy, refused by ``copy=False``); several
+    stream chunks are joined into a copy (and so are their masks). ``copy=True`` always
+    returns a fresh C-contiguous copy.
     """
 
 def copyto(dst: Tensor, src: Any) -> None:

@@ -162,6 +162,7 @@ _PROTOCOLS = (
     "__dlpack_c_exchange_api__",
     "__arrow_c_device_array__",
     "__arrow_c_array__",
+    "__arrow_c_device_stream__",
     "__arrow_c_stream__",
     "__arrow_c_schema__",
     "__cuda_array_interface__",

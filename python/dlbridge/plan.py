@@ -171,7 +171,12 @@ def _via(x: Any) -> str:
     if is_capsule(x):
         return "its DLPack capsule"
     t = type(x)
-    for p in ("__arrow_c_device_array__", "__arrow_c_array__", "__arrow_c_stream__"):
+    for p in (
+        "__arrow_c_device_array__",
+        "__arrow_c_array__",
+        "__arrow_c_device_stream__",
+        "__arrow_c_stream__",
+    ):
         if hasattr(t, p):
             return f"the Arrow C interface ({p})"
     if hasattr(t, "__dlpack__"):

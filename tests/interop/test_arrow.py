@@ -718,3 +718,212 @@ def test_arro3_keeps_extension_metadata():
     assert x.field.metadata[b"ARROW:extension:name"] == b"arrow.fixed_shape_tensor"
     back = dlbridge.from_dlpack(x)
     assert back.shape == (2, 3)
+
+
+# ============================================================================================
+# C device stream (__arrow_c_device_stream__). pyarrow 26, nanoarrow 0.9 and arro3 0.9 neither
+# offer nor consume it from Python, so the stream callbacks are driven through ctypes, and each
+# chunk is handed to pyarrow's own device-array importer (Array._import_from_c_device).
+# ============================================================================================
+GET_SCHEMA = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+GET_NEXT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+GET_LAST_ERROR = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)
+RELEASE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class DeviceArrayStream(ctypes.Structure):
+    _fields_ = [
+        ("device_type", ctypes.c_int32),
+        ("get_schema", GET_SCHEMA),
+        ("get_next", GET_NEXT),
+        ("get_last_error", GET_LAST_ERROR),
+        ("release", RELEASE),
+        ("private_data", ctypes.c_void_p),
+    ]
+
+
+class ArrayStream(ctypes.Structure):
+    _fields_ = [
+        ("get_schema", GET_SCHEMA),
+        ("get_next", GET_NEXT),
+        ("get_last_error", GET_LAST_ERROR),
+        ("release", RELEASE),
+        ("private_data", ctypes.c_void_p),
+    ]
+
+
+def pa_field_from(schema_buf):
+    return pa.Field._import_from_c(ctypes.addressof(schema_buf))
+
+
+def consume_device_stream(capsule):
+    """Drive an arrow_device_array_stream capsule like a C consumer: move the struct out, read
+    the schema, import each chunk into pyarrow, check the end and release once."""
+    addr = capsule_address(capsule, "arrow_device_array_stream")
+    stream = DeviceArrayStream()
+    ctypes.memmove(ctypes.addressof(stream), addr, ctypes.sizeof(stream))
+    ctypes.c_void_p.from_address(addr + 32).value = None  # moved: the capsule's copy is released
+    schema = ctypes.create_string_buffer(72)
+    assert stream.get_schema(ctypes.addressof(stream), ctypes.addressof(schema)) == 0
+    field = pa_field_from(schema)
+    chunks, devices = [], []
+    while True:
+        out = ctypes.create_string_buffer(128)
+        assert stream.get_next(ctypes.addressof(stream), ctypes.addressof(out)) == 0
+        if ctypes.c_void_p.from_address(ctypes.addressof(out) + ARROW_RELEASE).value is None:
+            break
+        devices.append(
+            (
+                ctypes.c_int32.from_address(ctypes.addressof(out) + DEVICE_TYPE).value,
+                ctypes.c_int64.from_address(ctypes.addressof(out) + DEVICE_ID).value,
+                bytes(out)[RESERVED:],
+            )
+        )
+        chunks.append(pa.Array._import_from_c_device(ctypes.addressof(out), field.type))
+    # asking again after the end gives a released array again
+    again = ctypes.create_string_buffer(b"\xff" * 128, 128)
+    assert stream.get_next(ctypes.addressof(stream), ctypes.addressof(again)) == 0
+    assert ctypes.c_void_p.from_address(ctypes.addressof(again) + ARROW_RELEASE).value is None
+    assert stream.get_last_error(ctypes.addressof(stream)) is None
+    stream.release(ctypes.addressof(stream))
+    assert not stream.release  # released: release is NULL
+    return stream.device_type, field, chunks, devices
+
+
+def test_device_stream_is_one_device_array_chunk():
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    device_type, field, chunks, devices = consume_device_stream(
+        tensor_of(a).__arrow_c_device_stream__()
+    )
+    assert device_type == 1
+    assert devices == [(1, -1, bytes(24))]
+    assert len(chunks) == 1 and field.type.extension_name == "arrow.fixed_shape_tensor"
+    assert_values_equal(chunks[0].to_numpy_ndarray(), a)
+    assert chunks[0].storage.values.buffers()[1].address == a.ctypes.data  # zero-copy
+
+
+def test_device_stream_schema_matches_the_device_array():
+    t = tensor_of(np.ones((2, 2, 2), np.int16))
+    schema, _ = t.__arrow_c_device_array__()
+    _, field, _, _ = consume_device_stream(t.__arrow_c_device_stream__())
+    assert field.type == pa.DataType._import_from_c_capsule(schema)
+
+
+def test_device_stream_kwargs_rule_and_unconsumed_capsule_releases(collect):
+    t = tensor_of(np.arange(3.0))
+    assert t.__arrow_c_device_stream__(None, some_future_keyword=None) is not None
+    with pytest.raises(NotImplementedError, match="some_future_keyword"):
+        t.__arrow_c_device_stream__(some_future_keyword=1)
+    # a capsule nobody consumed releases the stream and its chunk (the memory's owner)
+    a = np.arange(3.0)
+    base = sys.getrefcount(a)
+    capsule = tensor_of(a).__arrow_c_device_stream__()
+    collect()
+    assert sys.getrefcount(a) > base  # the unread chunk keeps the NumPy array alive
+    del capsule
+    collect()
+    assert sys.getrefcount(a) == base
+
+
+class DeviceStreamProducer:
+    """Offers only ``__arrow_c_device_stream__``: a C device stream (ctypes callbacks) over a
+    real producer's ``__arrow_c_stream__`` (pyarrow or nanoarrow), its chunks tagged with
+    ``device_type`` (CPU by default; another type fakes a device without touching memory)."""
+
+    def __init__(self, source, device_type=1):
+        self.source = source
+        self.device_type = device_type
+        self.inner_capsule = None
+        self.releases = 0
+
+    def __arrow_c_device_stream__(self, requested_schema=None, **kwargs):
+        self.inner_capsule = self.source.__arrow_c_stream__()
+        inner = ArrayStream.from_address(capsule_address(self.inner_capsule, "arrow_array_stream"))
+        device_type = self.device_type
+
+        def get_schema(_stream, out):
+            return inner.get_schema(ctypes.addressof(inner), out)
+
+        def get_next(_stream, out):
+            ctypes.memset(out, 0, 128)
+            rc = inner.get_next(ctypes.addressof(inner), out)  # fills the embedded ArrowArray
+            if rc == 0 and ctypes.c_void_p.from_address(out + ARROW_RELEASE).value:
+                ctypes.c_int32.from_address(out + DEVICE_TYPE).value = device_type
+                ctypes.c_int64.from_address(out + DEVICE_ID).value = -1 if device_type == 1 else 0
+            return rc
+
+        def get_last_error(_stream):
+            return inner.get_last_error(ctypes.addressof(inner))
+
+        def release(stream):
+            self.releases += 1
+            ctypes.c_void_p.from_address(stream + 32).value = None
+
+        self.callbacks = (GET_SCHEMA(get_schema), GET_NEXT(get_next), GET_LAST_ERROR(get_last_error), RELEASE(release))
+        self.struct = DeviceArrayStream(device_type, *self.callbacks, None)
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        self.name = b"arrow_device_array_stream"
+        return new(ctypes.addressof(self.struct), self.name, None)
+
+
+@pytest.mark.parametrize("source", ["pyarrow", "nanoarrow"])
+def test_device_stream_import_one_chunk_is_zero_copy(source):
+    arr = pa.array(np.arange(6, dtype=np.int64))
+    if source == "nanoarrow":
+        na = pytest.importorskip("nanoarrow")
+        src = na.Array(arr)
+    else:
+        src = pa.chunked_array([arr])
+    producer = DeviceStreamProducer(src)
+    t = dlbridge.from_dlpack(producer)
+    assert t.tolist() == list(range(6)) and t.readonly
+    assert t.data_ptr == arr.buffers()[1].address
+    assert producer.releases == 1
+    assert dlbridge.describe(producer) is not None
+
+
+def test_device_stream_is_taken_before_the_host_stream():
+    class Both(DeviceStreamProducer):
+        def __arrow_c_stream__(self, requested_schema=None):
+            raise AssertionError("the device stream comes first")
+
+    producer = Both(pa.chunked_array([pa.array([1.0, 2.0])]))
+    assert dlbridge.from_dlpack(producer).tolist() == [1.0, 2.0]
+
+
+def test_device_stream_host_chunks_are_joined_into_a_copy():
+    chunked = pa.chunked_array([pa.array([1, 2], pa.int32()), pa.array([3], pa.int32()), pa.array([4, None], pa.int32())])
+    producer = DeviceStreamProducer(chunked.slice(0, 4))
+    t = dlbridge.from_dlpack(producer)
+    assert t.tolist() == [1, 2, 3, 4] and t.is_copied and not t.readonly
+    with pytest.raises(BufferError, match="copy=False"):
+        dlbridge.from_dlpack(DeviceStreamProducer(chunked.slice(0, 4)), copy=False)
+    with pytest.raises(BufferError, match="fill_null"):
+        dlbridge.from_dlpack(DeviceStreamProducer(chunked))
+    assert dlbridge.from_arrow(DeviceStreamProducer(chunked), fill_null=0).tolist() == [1, 2, 3, 4, 0]
+
+
+def test_device_stream_chunks_on_a_device_one_or_several():
+    one = DeviceStreamProducer(pa.chunked_array([pa.array([1.0, 2.0])]), device_type=2)
+    t = dlbridge.from_dlpack(one)
+    assert str(t.device) == "cuda:0" and t.shape == (2,)
+    several = DeviceStreamProducer(pa.chunked_array([pa.array([1.0]), pa.array([2.0])]), device_type=2)
+    with pytest.raises(BufferError, match="several chunks"):
+        dlbridge.from_dlpack(several)
+    assert several.releases == 1
+
+
+def test_device_stream_round_trip_through_dlbridge():
+    a = np.arange(8, dtype=np.float64).reshape(2, 4)
+
+    class OnlyDeviceStream:
+        def __init__(self, t):
+            self.t = t
+
+        def __arrow_c_device_stream__(self, requested_schema=None, **kwargs):
+            return self.t.__arrow_c_device_stream__(requested_schema, **kwargs)
+
+    back = dlbridge.from_dlpack(OnlyDeviceStream(tensor_of(a)))
+    assert back.shape == a.shape and back.data_ptr == a.ctypes.data and back.readonly

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 
 use dlbridge::python::import;
 
-use crate::tensor::{new_tensor, PyTensor};
+use crate::tensor::{import_object, PyTensor};
 use crate::types::{parse_device, PyDType, PyDevice};
 
 /// Import any array-like as a Tensor, zero-copy when possible.
@@ -29,10 +29,10 @@ fn from_dlpack<'py>(
     if let Ok(t) = x.cast::<PyTensor>() {
         return match import::apply_policy(&t.get().0, device, copy)? {
             None => Ok(t.clone()),
-            Some(copied) => new_tensor(x.py(), copied),
+            Some(copied) => Bound::new(x.py(), PyTensor(copied, t.get().1.clone())),
         };
     }
-    new_tensor(x.py(), import::from_object(x, device, copy)?)
+    Bound::new(x.py(), import_object(x, device, copy)?)
 }
 
 /// Copy the elements of `src` into the existing, writable tensor `dst` (`numpy.copyto`
@@ -66,5 +66,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDevice>()?;
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(copyto, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::from_arrow, m)?)?;
     Ok(())
 }

@@ -1,20 +1,56 @@
 //! `dlbridge.Tensor`: attributes, DLPack export, buffer protocol, array interface.
 
 use std::ffi::c_int;
+use std::sync::Arc;
 
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyComplex, PyDict, PyList, PyTuple};
 
+use dlbridge::arrow::Nulls;
 use dlbridge::export::Flavor;
-use dlbridge::python::{array_interface, buffer, capsule, cuda_array_interface, import};
+use dlbridge::python::{
+    array_interface, arrow, buffer, capsule, cuda_array_interface, import, protocols,
+};
 use dlbridge::{cuda, DType, Device, DeviceType, Order, Tensor, TypeCode};
 
 use crate::types::{parse_device, PyDType, PyDevice};
 
-/// An owned, validated view of array memory.
+/// An owned, validated view of array memory, and the names of its dimensions when an Arrow
+/// `fixed_shape_tensor` gave them (kept here, not in the Rust tensor, so that no other import
+/// or export does any work for them).
 #[pyclass(name = "Tensor", module = "dlbridge", frozen)]
-pub struct PyTensor(pub Tensor);
+pub struct PyTensor(pub Tensor, pub DimNames);
+
+/// One name per dimension (the first, Arrow's row dimension, is ""), or `None`.
+pub type DimNames = Option<Arc<[String]>>;
+
+/// The names of a tensor of shape `(length, *cell)` whose cell dimensions are named `cell`.
+pub fn row_and_cell_names(cell: Option<Vec<String>>) -> DimNames {
+    cell.map(|names| std::iter::once(String::new()).chain(names).collect())
+}
+
+/// The cell dimensions' names (all but the first), as the Arrow export writes them.
+pub fn cell_names(names: &DimNames) -> Option<&[String]> {
+    names.as_deref().and_then(|n| n.get(1..))
+}
+
+/// Import `x` like `from_dlpack`; an Arrow `fixed_shape_tensor`'s dimension names are kept.
+pub fn import_object(
+    x: &Bound<'_, PyAny>,
+    device: Option<Device>,
+    copy: Option<bool>,
+) -> PyResult<PyTensor> {
+    let offers = protocols::of(x)?;
+    if let (None, Some(protocol)) = (offers.exchange, arrow::Protocol::of(&offers)) {
+        let imported = arrow::import_with(x, protocol, copy, Nulls::Refuse)?;
+        let names = row_and_cell_names(imported.dim_names);
+        let values = imported.values;
+        let values = import::apply_policy(&values, device, copy)?.unwrap_or(values);
+        return Ok(PyTensor(values, names));
+    }
+    Ok(PyTensor(import::from_object(x, device, copy)?, None))
+}
 
 /// The consumer's `stream` for data on `device`, validated (ValueError for a bad value).
 fn parse_stream(
@@ -34,10 +70,6 @@ fn parse_stream(
         })?),
     };
     Ok(cuda::parse_stream(device, value)?)
-}
-
-pub fn new_tensor(py: Python<'_>, tensor: Tensor) -> PyResult<Bound<'_, PyTensor>> {
-    Bound::new(py, PyTensor(tensor))
 }
 
 fn scalar<'py>(py: Python<'py>, dtype: DType, b: &[u8]) -> PyResult<Bound<'py, PyAny>> {
@@ -158,9 +190,12 @@ impl PyTensor {
         if let Ok(t) = x.cast::<PyTensor>() {
             let inner = &t.get().0;
             let tensor = import::apply_policy(inner, device, copy)?;
-            return Ok(PyTensor(tensor.unwrap_or_else(|| inner.clone())));
+            return Ok(PyTensor(
+                tensor.unwrap_or_else(|| inner.clone()),
+                t.get().1.clone(),
+            ));
         }
-        Ok(PyTensor(import::from_object(x, device, copy)?))
+        import_object(x, device, copy)
     }
 
     /// Extents of each dimension.
@@ -177,6 +212,16 @@ impl PyTensor {
     #[getter]
     fn dtype(&self) -> PyDType {
         PyDType(self.0.dtype())
+    }
+    /// Names of the dimensions, from an Arrow `arrow.fixed_shape_tensor`'s `dim_names`
+    /// (dimension 0, Arrow's rows, is ""); None otherwise. Kept by copies and transfers, dropped
+    /// by anything that changes the shape, written back on Arrow export.
+    #[getter]
+    fn dim_names<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.1
+            .as_deref()
+            .map(|names| PyTuple::new(py, names))
+            .transpose()
     }
     /// Where the memory lives.
     #[getter]
@@ -284,14 +329,14 @@ impl PyTensor {
                     .ok_or_else(|| PyValueError::new_err(format!("unknown dtype name {name:?}")))?
             }
         };
-        new_tensor(py, self.0.view_as(dtype)?)
+        Bound::new(py, PyTensor(self.0.view_as(dtype)?, self.1.clone()))
     }
 
     /// A new, writable, contiguous copy (`order` "C" or "F") with `is_copied` set.
     #[pyo3(signature = (order="C"))]
     fn copy<'py>(&self, py: Python<'py>, order: &str) -> PyResult<Bound<'py, PyTensor>> {
         let order: Order = order.parse()?;
-        new_tensor(py, self.0.copy(order)?)
+        Bound::new(py, PyTensor(self.0.copy(order)?, self.1.clone()))
     }
 
     /// This tensor on `device`: itself when it is already there, else a copy (`is_copied`).
@@ -316,7 +361,8 @@ impl PyTensor {
             ),
         };
         let request = cuda::transfer_stream(tensor.device(), target, value)?;
-        new_tensor(slf.py(), cuda::to_device(tensor, target, request)?)
+        let moved = cuda::to_device(tensor, target, request)?;
+        Bound::new(slf.py(), PyTensor(moved, slf.get().1.clone()))
     }
 
     /// A C-contiguous tensor with the same values: itself when already C-contiguous.
@@ -324,7 +370,8 @@ impl PyTensor {
         if slf.get().0.is_c_contiguous() {
             return Ok(slf.clone());
         }
-        new_tensor(slf.py(), slf.get().0.copy(Order::C)?)
+        let copy = slf.get().0.copy(Order::C)?;
+        Bound::new(slf.py(), PyTensor(copy, slf.get().1.clone()))
     }
 
     /// `(device_type, device_id)` of the memory.

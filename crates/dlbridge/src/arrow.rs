@@ -374,10 +374,120 @@ fn nulls_error(format: &str, nulls: i64, cells: bool) -> Error {
         format,
         format!(
             "the array has {nulls} {what}, which DLPack cannot represent (it has no validity \
-             bitmap); fill them first, e.g. pyarrow.compute.fill_null(arr, 0), or convert with \
-             arr.to_numpy(zero_copy_only=False), which turns them into NaN"
+             bitmap); fill them with dlbridge.from_arrow(x, fill_null=0) or \
+             pyarrow.compute.fill_null(x, 0), get the values with a validity mask from \
+             dlbridge.from_arrow(x, with_validity=True), or convert with \
+             x.to_numpy(zero_copy_only=False), which turns them into NaN"
         ),
     )
+}
+
+/// What an import does with nulls (DLPack has no validity bitmap).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Nulls {
+    /// Refuse them: the data cannot be exchanged faithfully.
+    #[default]
+    Refuse,
+    /// Keep the values in place (those under nulls are unspecified) and report the validity.
+    Report,
+    /// Replace them by a value in a fresh copy, and report the validity.
+    Fill(FillValue),
+}
+
+/// A value to put in place of nulls, checked against the dtype when it is used.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FillValue {
+    /// A boolean (also 0/1 for numbers).
+    Bool(bool),
+    /// An integer.
+    Int(i128),
+    /// A floating-point number (integer dtypes refuse it).
+    Float(f64),
+}
+
+impl FillValue {
+    /// The value's bytes as an element of `dtype` (native-endian); an error when `dtype`
+    /// cannot hold it exactly (a fraction or out-of-range integer, a finite float that
+    /// overflows, anything but 0/1 for `bool`).
+    pub fn to_bytes(self, dtype: DType) -> Result<Vec<u8>> {
+        let refuse = || {
+            Error::InvalidArgument(format!(
+                "fill_null={} cannot be stored as {dtype}",
+                match self {
+                    Self::Bool(b) =>
+                        if b {
+                            "True".to_owned()
+                        } else {
+                            "False".to_owned()
+                        },
+                    Self::Int(i) => i.to_string(),
+                    Self::Float(f) => format!("{f:?}"),
+                }
+            ))
+        };
+        let int = match self {
+            Self::Bool(b) => Some(i128::from(b)),
+            Self::Int(i) => Some(i),
+            Self::Float(_) => None,
+        };
+        macro_rules! int_bytes {
+            ($t:ty) => {
+                int.and_then(|i| <$t>::try_from(i).ok())
+                    .map(|v| v.to_ne_bytes().to_vec())
+                    .ok_or_else(refuse)
+            };
+        }
+        let float = match self {
+            Self::Float(f) => f,
+            Self::Bool(_) | Self::Int(_) => int.unwrap_or_default() as f64,
+        };
+        let finite = |ok: bool| {
+            if ok || !float.is_finite() {
+                Ok(())
+            } else {
+                Err(refuse())
+            }
+        };
+        match (dtype.code(), dtype.bits(), dtype.lanes()) {
+            (TypeCode::BOOL, 8, 1) => match int {
+                Some(i @ (0 | 1)) => Ok(vec![i as u8]),
+                _ => Err(refuse()),
+            },
+            (TypeCode::INT, 8, 1) => int_bytes!(i8),
+            (TypeCode::INT, 16, 1) => int_bytes!(i16),
+            (TypeCode::INT, 32, 1) => int_bytes!(i32),
+            (TypeCode::INT, 64, 1) => int_bytes!(i64),
+            (TypeCode::UINT, 8, 1) => int_bytes!(u8),
+            (TypeCode::UINT, 16, 1) => int_bytes!(u16),
+            (TypeCode::UINT, 32, 1) => int_bytes!(u32),
+            (TypeCode::UINT, 64, 1) => int_bytes!(u64),
+            (TypeCode::FLOAT, 16, 1) => {
+                let v = half::f16::from_f64(float);
+                finite(v.is_finite())?;
+                Ok(v.to_ne_bytes().to_vec())
+            }
+            (TypeCode::FLOAT, 32, 1) => {
+                let v = float as f32;
+                finite(v.is_finite())?;
+                Ok(v.to_ne_bytes().to_vec())
+            }
+            (TypeCode::FLOAT, 64, 1) => Ok(float.to_ne_bytes().to_vec()),
+            _ => Err(refuse()),
+        }
+    }
+}
+
+/// An Arrow array read as a tensor, with what DLPack cannot carry alongside.
+#[derive(Clone, Debug)]
+pub struct Imported {
+    /// The values, shape `(length, *cell_shape)`.
+    pub values: Tensor,
+    /// With [`Nulls::Report`] or [`Nulls::Fill`] and nulls present: a C-contiguous `bool`
+    /// tensor of the values' shape, true where the value is present (a null cell is false
+    /// over all its elements). `None` when every value is present.
+    pub validity: Option<Tensor>,
+    /// Logical names of the cell's dimensions (`arrow.fixed_shape_tensor` `dim_names`).
+    pub dim_names: Option<Vec<String>>,
 }
 
 /// Import an array (with its schema) as a tensor of shape `(length, *cell_shape)`.
@@ -386,8 +496,17 @@ fn nulls_error(format: &str, nulls: i64, cells: bool) -> Error {
 /// writable tensor (refused with `copy=Some(false)`). `data` becomes the tensor's owner, so
 /// the array is released when the last user of its memory is gone; wrap it in a type that
 /// implements `AsRef<ArrowData>` to control where that release runs. `copy=Some(true)` is left
-/// to the caller (the copy policy of `from_dlpack`).
+/// to the caller (the copy policy of `from_dlpack`). Nulls are refused: see [`import_arrow`].
 pub fn tensor_from_arrow<D>(data: D, copy: Option<bool>) -> Result<Tensor>
+where
+    D: AsRef<ArrowData> + Send + Sync + 'static,
+{
+    Ok(import_arrow(data, copy, Nulls::Refuse)?.values)
+}
+
+/// [`tensor_from_arrow`] with a choice of what to do with nulls, and the dimension names.
+/// Filling nulls copies (refused with `copy=Some(false)`); reporting them does not.
+pub fn import_arrow<D>(data: D, copy: Option<bool>, nulls: Nulls) -> Result<Imported>
 where
     D: AsRef<ArrowData> + Send + Sync + 'static,
 {
@@ -399,28 +518,63 @@ where
             reason: "Arrow booleans are bit-packed and DLPack's are one byte each".to_owned(),
         });
     }
+    let fill = match nulls {
+        Nulls::Fill(value) => Some(value.to_bytes(ty.dtype)?),
+        Nulls::Refuse | Nulls::Report => None,
+    };
     let owner: Owner = data.clone();
-    read(root, &ty, owner)
+    let (values, validity) = read(root, &ty, owner, nulls == Nulls::Refuse)?;
+    let values = match (&validity, fill) {
+        (Some(valid), Some(value)) => {
+            if copy == Some(false) {
+                return Err(Error::CopyRequired {
+                    reason: "filling the nulls writes a new array".to_owned(),
+                });
+            }
+            fill_nulls(&values, valid.host_bytes()?, &value)?
+        }
+        _ => values,
+    };
+    Ok(Imported {
+        values,
+        validity,
+        dim_names: ty.dim_names,
+    })
 }
 
-/// Walk the fixed-size-list levels down to the values, refusing nulls in the items used, and
-/// build the tensor over the values buffer.
-fn read(root: Node<'_>, ty: &TensorType, owner: Owner) -> Result<Tensor> {
+/// Walk the fixed-size-list levels down to the values and build the tensor over the values
+/// buffer; nulls in the items used are refused (`refuse`) or returned as a validity mask.
+fn read(
+    root: Node<'_>,
+    ty: &TensorType,
+    owner: Owner,
+    refuse: bool,
+) -> Result<(Tensor, Option<Tensor>)> {
     let length = root.length();
     if length < 0 {
         return Err(Error::InvalidLayout(format!(
             "negative Arrow length {length}"
         )));
     }
+    let overflow = || Error::InvalidLayout("fixed-size list extents overflow".to_owned());
+    let cell_size = ty.cell_size()?;
+    let values = length.checked_mul(cell_size).ok_or_else(overflow)?;
+    // Physical-order validity of the values read (1 = present), made at the first null.
+    let mut mask: Option<HostBuffer> = None;
     let mut node = root;
-    // Logical range of items used at the current level.
-    let (mut start, mut count) = (0i64, length);
+    // Logical range of items used at the current level, and the values one item spans.
+    let (mut start, mut count, mut span) = (0i64, length, cell_size);
     for (level, &n) in ty.list_sizes.iter().enumerate() {
         check_plain(node)?;
-        let nulls = node.count_nulls(start, count, 1)?;
-        if nulls > 0 {
-            return Err(nulls_error(node.schema().format()?, nulls, level == 0));
-        }
+        let format = node.schema().format()?;
+        let items = Level {
+            node,
+            start,
+            count,
+            n_buffers: 1,
+            span,
+        };
+        items.record(refuse, values, &mut mask, format, level == 0)?;
         let physical = node.offset().checked_add(start);
         let child = match node.children()?.as_slice() {
             [child] => *child,
@@ -431,18 +585,23 @@ fn read(root: Node<'_>, ty: &TensorType, owner: Owner) -> Result<Tensor> {
                 )))
             }
         };
-        let overflow = || Error::InvalidLayout("fixed-size list extents overflow".to_owned());
         start = physical
             .and_then(|p| p.checked_mul(n))
             .ok_or_else(overflow)?;
         count = count.checked_mul(n).ok_or_else(overflow)?;
+        span = if n == 0 { 0 } else { span / n };
         node = child;
     }
     check_plain(node)?;
-    let nulls = node.count_nulls(start, count, 2)?;
-    if nulls > 0 {
-        return Err(nulls_error(root.schema().format()?, nulls, false));
-    }
+    let root_format = root.schema().format()?;
+    let leaf = Level {
+        node,
+        start,
+        count,
+        n_buffers: 2,
+        span: 1,
+    };
+    leaf.record(refuse, values, &mut mask, root_format, false)?;
     let physical = node
         .offset()
         .checked_add(start)
@@ -450,15 +609,107 @@ fn read(root: Node<'_>, ty: &TensorType, owner: Owner) -> Result<Tensor> {
     let shape: Vec<i64> = std::iter::once(length)
         .chain(ty.cell_shape.iter().copied())
         .collect();
-    let strides: Vec<i64> = std::iter::once(ty.cell_size()?)
+    let strides: Vec<i64> = std::iter::once(cell_size)
         .chain(ty.cell_strides.iter().copied())
         .collect();
     let layout = Layout::new(&shape, Some(&strides), ty.dtype.itemsize())?;
-    if ty.packed_bool {
-        node.unpack_bools(physical, layout)
+    let tensor = if ty.packed_bool {
+        node.unpack_bools(physical, layout)?
     } else {
-        node.values_tensor(physical, layout, ty.dtype, owner)
+        node.values_tensor(physical, layout, ty.dtype, owner)?
+    };
+    let validity = match mask {
+        None => None,
+        Some(mask) => {
+            // The mask is in the values' physical order: view it through their layout.
+            let physical = host_tensor(
+                mask,
+                0,
+                DType::BOOL,
+                Layout::new(&shape, Some(&strides), 1)?,
+            )?;
+            Some(if physical.is_c_contiguous() {
+                physical
+            } else {
+                physical.copy(Order::C)?
+            })
+        }
+    };
+    Ok((tensor, validity))
+}
+
+/// The items `[start, start + count)` of one level, each spanning `span` values.
+struct Level<'a> {
+    node: Node<'a>,
+    start: i64,
+    count: i64,
+    n_buffers: usize,
+    span: i64,
+}
+
+impl Level<'_> {
+    /// Refuse nulls among the items (`refuse`; the error names `format` and says whether the
+    /// items are `cells`), or clear the values they span in `mask` (made on first use,
+    /// `values` long).
+    fn record(
+        &self,
+        refuse: bool,
+        values: i64,
+        mask: &mut Option<HostBuffer>,
+        format: &str,
+        cells: bool,
+    ) -> Result<()> {
+        let nulls = self
+            .node
+            .count_nulls(self.start, self.count, self.n_buffers)?;
+        if nulls == 0 {
+            return Ok(());
+        }
+        if refuse {
+            return Err(nulls_error(format, nulls, cells));
+        }
+        let mask = match mask {
+            Some(mask) => mask,
+            None => {
+                let mut ones = HostBuffer::new(values as usize)?;
+                ones.as_mut_slice().fill(1);
+                mask.insert(ones)
+            }
+        };
+        let span = self.span as usize;
+        let bytes = mask.as_mut_slice();
+        for j in self
+            .node
+            .null_positions(self.start, self.count, self.n_buffers)?
+        {
+            bytes[j * span..(j + 1) * span].fill(0);
+        }
+        Ok(())
     }
+}
+
+/// A C-contiguous, writable copy of `values` with `value` (one element's bytes) wherever
+/// `valid` (C-order, one byte per element) is 0.
+fn fill_nulls(values: &Tensor, valid: &[u8], value: &[u8]) -> Result<Tensor> {
+    let contiguous = if values.is_c_contiguous() {
+        values.clone()
+    } else {
+        values.copy(Order::C)?
+    };
+    let bytes = contiguous.host_bytes()?;
+    let mut out = HostBuffer::new(bytes.len())?;
+    let filled = out.as_mut_slice();
+    filled.copy_from_slice(bytes);
+    let size = value.len();
+    for (i, _) in valid.iter().enumerate().filter(|(_, v)| **v == 0) {
+        filled[i * size..(i + 1) * size].copy_from_slice(value);
+    }
+    host_tensor(
+        out,
+        0,
+        values.dtype(),
+        Layout::contiguous(values.shape(), size)?,
+    )
 }
 
 fn check_plain(node: Node<'_>) -> Result<()> {
@@ -491,15 +742,65 @@ pub fn concatenate(
         });
     }
     let ty = tensor_type(field)?;
-    let itemsize = ty.dtype.itemsize();
-    let mut length = 0i64;
-    let mut nbytes = 0usize;
     for chunk in &chunks {
         if chunk.dtype() != ty.dtype || chunk.shape()[1..] != ty.cell_shape[..] {
             return Err(Error::InvalidLayout(
                 "a stream chunk does not match the stream's schema".to_owned(),
             ));
         }
+    }
+    join(&chunks, ty.dtype, &ty.cell_shape)
+}
+
+/// [`concatenate`] for chunks imported with their validity: the masks are joined too (all
+/// present for chunks without nulls), and the stream's dimension names kept.
+pub fn concatenate_imported(
+    field: SchemaView<'_>,
+    mut chunks: Vec<Imported>,
+    copy: Option<bool>,
+) -> Result<Imported> {
+    if chunks.len() == 1 {
+        return Ok(chunks.remove(0));
+    }
+    let with_nulls = chunks.iter().any(|c| c.validity.is_some());
+    let mut values = Vec::with_capacity(chunks.len());
+    let mut masks = Vec::with_capacity(chunks.len());
+    for chunk in chunks {
+        if with_nulls {
+            masks.push(match chunk.validity {
+                Some(mask) => mask,
+                None => all_valid(chunk.values.shape())?,
+            });
+        }
+        values.push(chunk.values);
+    }
+    let values = concatenate(field, values, copy)?;
+    let validity = if with_nulls {
+        Some(join(&masks, DType::BOOL, &values.shape()[1..])?)
+    } else {
+        None
+    };
+    Ok(Imported {
+        values,
+        validity,
+        dim_names: tensor_type(field)?.dim_names,
+    })
+}
+
+/// A C-contiguous `bool` tensor of `shape`, all true.
+pub fn all_valid(shape: &[i64]) -> Result<Tensor> {
+    let layout = Layout::contiguous(shape, 1)?;
+    let mut ones = HostBuffer::new(layout.size())?;
+    ones.as_mut_slice().fill(1);
+    host_tensor(ones, 0, DType::BOOL, layout)
+}
+
+/// Join tensors of `dtype` and `cell_shape` along the first dimension into a new
+/// C-contiguous tensor.
+fn join(chunks: &[Tensor], dtype: DType, cell_shape: &[i64]) -> Result<Tensor> {
+    let mut length = 0i64;
+    let mut nbytes = 0usize;
+    for chunk in chunks {
         length = length.checked_add(chunk.shape()[0]).ok_or_else(|| {
             Error::InvalidLayout("the stream's chunk lengths overflow".to_owned())
         })?;
@@ -507,7 +808,7 @@ pub fn concatenate(
     }
     let mut buffer = HostBuffer::new(nbytes)?;
     let mut pos = 0;
-    for chunk in &chunks {
+    for chunk in chunks {
         let contiguous = if chunk.is_c_contiguous() {
             chunk.clone()
         } else {
@@ -518,9 +819,14 @@ pub fn concatenate(
         pos += bytes.len();
     }
     let shape: Vec<i64> = std::iter::once(length)
-        .chain(ty.cell_shape.iter().copied())
+        .chain(cell_shape.iter().copied())
         .collect();
-    host_tensor(buffer, 0, ty.dtype, Layout::contiguous(&shape, itemsize)?)
+    host_tensor(
+        buffer,
+        0,
+        dtype,
+        Layout::contiguous(&shape, dtype.itemsize())?,
+    )
 }
 
 // ------------------------------------------------------------------------------------------
@@ -590,23 +896,43 @@ pub struct ArrowExport {
 
 /// The Arrow field a tensor exports as (what [`export`] would produce).
 pub fn export_schema(tensor: &Tensor, options: &ExportOptions) -> Result<SchemaSpec> {
+    export_schema_named(tensor, options, None)
+}
+
+/// [`export_schema`] with logical names for the cell's dimensions (see [`export_named`]).
+pub fn export_schema_named(
+    tensor: &Tensor,
+    options: &ExportOptions,
+    dim_names: Option<&[String]>,
+) -> Result<SchemaSpec> {
     check_exportable(tensor)?;
     let cell: Vec<i64> = tensor.shape()[1..].to_vec();
-    let (shape, permutation) = if options.packed_bool && tensor.dtype() == DType::BOOL {
-        (cell, None)
+    let identity: Vec<usize> = (0..cell.len()).collect();
+    let order = if options.packed_bool && tensor.dtype() == DType::BOOL {
+        identity
     } else {
-        match physical_cell(tensor) {
-            Some(order) => physical_shape(&cell, &order),
-            None => (cell, None), // exported as a C-order copy
-        }
+        physical_cell(tensor).unwrap_or(identity) // else exported as a C-order copy
     };
-    field(tensor, options, &shape, permutation)
+    let (shape, permutation) = physical_shape(&cell, &order);
+    let names = physical_names(dim_names, &order);
+    field(tensor, options, &shape, permutation, names)
 }
 
 /// Export a tensor: zero-copy when Arrow can express its layout, otherwise (and for
 /// bit-packed booleans) from a host copy. Device memory is never copied: a layout that needs
 /// a copy is refused there.
 pub fn export(tensor: &Tensor, options: &ExportOptions) -> Result<ArrowExport> {
+    export_named(tensor, options, None)
+}
+
+/// [`export`] with logical names for the cell's dimensions (dimensions 1.. of the tensor),
+/// written to the `arrow.fixed_shape_tensor` metadata in physical order. Names of the wrong
+/// count are left out.
+pub fn export_named(
+    tensor: &Tensor,
+    options: &ExportOptions,
+    dim_names: Option<&[String]>,
+) -> Result<ArrowExport> {
     check_exportable(tensor)?;
     let packed = options.packed_bool && tensor.dtype() == DType::BOOL;
     let order = if packed { None } else { physical_cell(tensor) };
@@ -618,16 +944,17 @@ pub fn export(tensor: &Tensor, options: &ExportOptions) -> Result<ArrowExport> {
         }
         let copy = tensor.copy(Order::C)?;
         let mut exported = if packed {
-            export_packed(&copy, options)?
+            export_packed(&copy, options, dim_names)?
         } else {
-            export(&copy, options)?
+            export_named(&copy, options, dim_names)?
         };
         exported.copied = true;
         return Ok(exported);
     };
     let cell: Vec<i64> = tensor.shape()[1..].to_vec();
     let (shape, permutation) = physical_shape(&cell, &order);
-    let schema = field(tensor, options, &shape, permutation)?;
+    let names = physical_names(dim_names, &order);
+    let schema = field(tensor, options, &shape, permutation, names)?;
     let data = if tensor.size() == 0 && tensor.data_ptr() == 0 {
         std::ptr::null()
     } else {
@@ -648,13 +975,19 @@ pub fn export(tensor: &Tensor, options: &ExportOptions) -> Result<ArrowExport> {
 }
 
 /// Bit-pack a C-contiguous host bool tensor.
-fn export_packed(tensor: &Tensor, options: &ExportOptions) -> Result<ArrowExport> {
+fn export_packed(
+    tensor: &Tensor,
+    options: &ExportOptions,
+    dim_names: Option<&[String]>,
+) -> Result<ArrowExport> {
     let bytes = tensor.host_bytes()?;
     let mut bits = HostBuffer::new(bytes.len().div_ceil(8))?;
     for (j, &b) in bytes.iter().enumerate() {
         bits.as_mut_slice()[j / 8] |= u8::from(b != 0) << (j % 8);
     }
-    let schema = field(tensor, options, &tensor.shape()[1..], None)?;
+    let identity: Vec<usize> = (0..tensor.ndim() - 1).collect();
+    let names = physical_names(dim_names, &identity);
+    let schema = field(tensor, options, &tensor.shape()[1..], None, names)?;
     let data = bits.as_slice().as_ptr().cast();
     let owner: Owner = Arc::new(bits);
     let values = ArraySpec {
@@ -702,12 +1035,14 @@ fn check_exportable(tensor: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// The field for a tensor whose cell has physical `shape` (and `permutation`).
+/// The field for a tensor whose cell has physical `shape` (and `permutation`, and names of
+/// the physical dimensions).
 fn field(
     tensor: &Tensor,
     options: &ExportOptions,
     shape: &[i64],
     permutation: Option<Vec<usize>>,
+    dim_names: Option<Vec<String>>,
 ) -> Result<SchemaSpec> {
     let is_bool = tensor.dtype() == DType::BOOL;
     let packed = options.packed_bool && is_bool;
@@ -741,7 +1076,7 @@ fn field(
         let params = FixedShape {
             shape: shape.to_vec(),
             permutation,
-            dim_names: None,
+            dim_names,
         };
         list.metadata = vec![
             (EXTENSION_NAME.to_owned(), FIXED_SHAPE_TENSOR.to_owned()),
@@ -763,6 +1098,14 @@ fn physical_shape(cell: &[i64], order: &[usize]) -> (Vec<i64>, Option<Vec<usize>
     }
     let permutation = (!is_identity(&permutation)).then_some(permutation);
     (shape, permutation)
+}
+
+/// The names of the physical dimensions of a cell stored in `order` (see [`physical_shape`]),
+/// from logical `names` (`None` unless there is one per cell dimension).
+fn physical_names(names: Option<&[String]>, order: &[usize]) -> Option<Vec<String>> {
+    names
+        .filter(|n| n.len() == order.len())
+        .map(|n| order.iter().map(|&d| n[d].clone()).collect())
 }
 
 /// If Arrow can hold the tensor in place, the storage order of its cell dimensions (logical
@@ -1019,6 +1362,70 @@ mod tests {
         assert_eq!(ty.cell_shape, vec![3, 4]);
         assert_eq!(ty.cell_strides, vec![4, 1]);
         assert_eq!(ty.list_sizes, vec![3, 4]);
+    }
+
+    #[test]
+    fn fill_values_must_fit_the_dtype() {
+        let int = FillValue::Int(-1);
+        assert_eq!(int.to_bytes(DType::INT8).unwrap(), vec![0xff]);
+        assert!(int.to_bytes(DType::UINT32).is_err());
+        assert!(FillValue::Int(300).to_bytes(DType::UINT8).is_err());
+        assert!(FillValue::Float(1.5).to_bytes(DType::INT32).is_err());
+        assert!(FillValue::Float(1e300).to_bytes(DType::FLOAT32).is_err());
+        assert!(FillValue::Float(f64::NAN).to_bytes(DType::FLOAT16).is_ok());
+        assert_eq!(FillValue::Int(1).to_bytes(DType::BOOL).unwrap(), vec![1]);
+        assert!(FillValue::Int(2).to_bytes(DType::BOOL).is_err());
+        assert_eq!(
+            FillValue::Bool(true).to_bytes(DType::FLOAT64).unwrap(),
+            1.0f64.to_ne_bytes().to_vec()
+        );
+        assert!(FillValue::Int(0).to_bytes(DType::BFLOAT16).is_err());
+    }
+
+    static CELLS: [f32; 6] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    static ONE_NULL_CELL: [u8; 1] = [0b101];
+
+    #[test]
+    fn null_cells_are_filled_or_reported_over_the_whole_cell() {
+        let list = SchemaSpec {
+            children: vec![SchemaSpec::new("f", "", 0)],
+            ..SchemaSpec::new("+w:2", "", 0)
+        };
+        let schema = Arc::new(list.export().unwrap());
+        let data = |schema: &Arc<crate::ffi::arrow::OwnedSchema>| {
+            let array = ArraySpec {
+                length: 3,
+                null_count: 1,
+                buffers: vec![ONE_NULL_CELL.as_ptr().cast()],
+                children: vec![ArraySpec {
+                    length: 6,
+                    buffers: vec![std::ptr::null(), CELLS.as_ptr().cast()],
+                    ..ArraySpec::default()
+                }],
+                ..ArraySpec::default()
+            };
+            // SAFETY: the schema describes the array.
+            unsafe { ArrowData::new(schema.clone(), array.export(Device::CPU)) }
+        };
+        assert!(tensor_from_arrow(data(&schema), None)
+            .unwrap_err()
+            .to_string()
+            .contains("1 null cell"));
+        let report = import_arrow(data(&schema), Some(false), Nulls::Report).unwrap();
+        assert_eq!(report.values.data_ptr(), CELLS.as_ptr() as usize);
+        let valid = report.validity.unwrap();
+        assert_eq!(valid.host_bytes().unwrap(), &[1, 1, 0, 0, 1, 1]);
+        let fill = Nulls::Fill(FillValue::Int(-1));
+        let filled = import_arrow(data(&schema), None, fill).unwrap();
+        assert_eq!(
+            filled.values.to_vec::<f32>().unwrap(),
+            vec![1.0, 2.0, -1.0, -1.0, 5.0, 6.0]
+        );
+        assert!(filled.values.is_copied() && !filled.values.readonly());
+        assert!(matches!(
+            import_arrow(data(&schema), Some(false), fill),
+            Err(Error::CopyRequired { .. })
+        ));
     }
 
     #[test]

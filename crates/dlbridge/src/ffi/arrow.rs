@@ -301,7 +301,12 @@ macro_rules! self_releasing {
     )*};
 }
 
-self_releasing!(ArrowSchema, ArrowArray, ArrowArrayStream);
+self_releasing!(
+    ArrowSchema,
+    ArrowArray,
+    ArrowArrayStream,
+    ArrowDeviceArrayStream
+);
 
 impl sealed::Sealed for ArrowDeviceArray {}
 impl ArrowStruct for ArrowDeviceArray {
@@ -330,6 +335,9 @@ pub type OwnedArray = Owned<ArrowDeviceArray>;
 /// An `ArrowArrayStream` this handle owns: dropping it calls `release` once.
 pub type OwnedStream = Owned<ArrowArrayStream>;
 
+/// An `ArrowDeviceArrayStream` this handle owns: dropping it calls `release` once.
+pub type OwnedDeviceStream = Owned<ArrowDeviceArrayStream>;
+
 // SAFETY: a schema is immutable description data; the C Data Interface ties neither reading
 // nor `release` to a thread (pyarrow, nanoarrow and arro3 take the GIL themselves where their
 // private data needs it), and shared access never writes.
@@ -346,6 +354,8 @@ unsafe impl Sync for OwnedArray {}
 // SAFETY: streams are not thread-safe, but the handle needs `&mut self` for every callback, so
 // calls are serialised; the stream may be moved to and released on another thread.
 unsafe impl Send for OwnedStream {}
+// SAFETY: as for OwnedStream.
+unsafe impl Send for OwnedDeviceStream {}
 
 impl<T: ArrowStruct> Owned<T> {
     /// Move the struct out of `src` (bitwise copy, then `src`'s release slot set to NULL
@@ -603,30 +613,92 @@ impl Owned<ArrowArrayStream> {
         unsafe { OwnedArray::take(&mut out) }.map(Some)
     }
 
-    /// The error of the callback that just failed, copied out (the producer's string is only
-    /// valid until the next call).
+    /// The error of the callback that just failed (see [`stream_failure`]).
     fn failure(&mut self, what: &str, rc: c_int) -> Error {
-        let detail = self.0.get_last_error.and_then(|get_last_error| {
-            // SAFETY: the stream is live and the previous call failed, which is when
-            // get_last_error may be called; the string is copied before any other call.
-            let msg = unsafe { get_last_error(&mut *self.0) };
-            if msg.is_null() {
-                None
-            } else {
-                // SAFETY: a non-NULL result is a NUL-terminated string valid until the next
-                // call on the stream.
-                Some(
-                    unsafe { CStr::from_ptr(msg) }
-                        .to_string_lossy()
-                        .into_owned(),
-                )
-            }
-        });
-        invalid(format!(
-            "the Arrow stream's {what} failed with error code {rc}{}",
-            detail.map(|d| format!(": {d}")).unwrap_or_default()
-        ))
+        let get_last_error = self.0.get_last_error;
+        stream_failure(&mut *self.0, get_last_error, what, rc)
     }
+}
+
+impl Owned<ArrowDeviceArrayStream> {
+    /// The device type every chunk is on (Arrow's numbering, the same as DLPack's).
+    pub fn device_type(&self) -> DeviceType {
+        DeviceType(self.0.device_type)
+    }
+
+    /// The schema of every chunk (`get_schema`).
+    pub fn schema(&mut self) -> Result<OwnedSchema> {
+        let get_schema = self
+            .0
+            .get_schema
+            .ok_or_else(|| invalid("the device stream has no get_schema callback"))?;
+        let mut out = ArrowSchema::released();
+        // SAFETY: the stream is live (we own it and have not released it); `out` is
+        // zero-initialised consumer storage.
+        let rc = unsafe { get_schema(&mut *self.0, &mut out) };
+        if rc != 0 {
+            // On failure `out` is not ours: it is dropped without calling anything in it.
+            let get_last_error = self.0.get_last_error;
+            return Err(stream_failure(
+                &mut *self.0,
+                get_last_error,
+                "get_schema",
+                rc,
+            ));
+        }
+        // SAFETY: on success `out` is a valid schema we may move.
+        unsafe { OwnedSchema::take(&mut out) }
+    }
+
+    /// The next chunk, or `None` at the end of the stream (`get_next`).
+    pub fn next_array(&mut self) -> Result<Option<OwnedArray>> {
+        let get_next = self
+            .0
+            .get_next
+            .ok_or_else(|| invalid("the device stream has no get_next callback"))?;
+        let mut out = ArrowDeviceArray::released();
+        // SAFETY: as in `schema`.
+        let rc = unsafe { get_next(&mut *self.0, &mut out) };
+        if rc != 0 {
+            let get_last_error = self.0.get_last_error;
+            return Err(stream_failure(&mut *self.0, get_last_error, "get_next", rc));
+        }
+        if out.is_released() {
+            return Ok(None);
+        }
+        // SAFETY: on success a non-released `out` is a valid device array we may move.
+        unsafe { OwnedArray::take_device(&mut out) }.map(Some)
+    }
+}
+
+/// The error of a stream callback that just failed, with the producer's message copied out
+/// (its string is only valid until the next call).
+fn stream_failure<S>(
+    stream: *mut S,
+    get_last_error: Option<unsafe extern "C" fn(*mut S) -> *const c_char>,
+    what: &str,
+    rc: c_int,
+) -> Error {
+    let detail = get_last_error.and_then(|get_last_error| {
+        // SAFETY: the stream is live and the previous call failed, which is when
+        // get_last_error may be called; the string is copied before any other call.
+        let msg = unsafe { get_last_error(stream) };
+        if msg.is_null() {
+            None
+        } else {
+            // SAFETY: a non-NULL result is a NUL-terminated string valid until the next
+            // call on the stream.
+            Some(
+                unsafe { CStr::from_ptr(msg) }
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        }
+    });
+    invalid(format!(
+        "the Arrow stream's {what} failed with error code {rc}{}",
+        detail.map(|d| format!(": {d}")).unwrap_or_default()
+    ))
 }
 
 // ------------------------------------------------------------------------------------------
@@ -878,12 +950,7 @@ impl<'a> Node<'a> {
     /// field's layout has (1 for a fixed-size list, 2 for a primitive array); a mismatch is an
     /// error.
     pub fn count_nulls(self, start: i64, count: i64, n_buffers: usize) -> Result<i64> {
-        let (length, offset) = self.extent()?;
-        if start < 0 || count < 0 || start.checked_add(count).is_none_or(|end| end > length) {
-            return Err(invalid(format!(
-                "items {start}..{start}+{count} are outside the array of length {length}"
-            )));
-        }
+        let length = self.check_range(start, count)?;
         let null_count = self.array.null_count;
         if null_count == 0 || count == 0 {
             return Ok(0);
@@ -891,9 +958,47 @@ impl<'a> Node<'a> {
         if null_count > 0 && start == 0 && count == length {
             return Ok(null_count);
         }
+        let Some((bits, first)) = self.validity(start, n_buffers)? else {
+            return Ok(0);
+        };
+        let valid = (first..first + count as usize)
+            .filter(|&j| bits[j / 8] >> (j % 8) & 1 == 1)
+            .count();
+        Ok(count - valid as i64)
+    }
+
+    /// The positions (relative to `start`) of the null items among logical items
+    /// `[start, start + count)`, read from the validity bitmap (see [`Node::count_nulls`]).
+    pub fn null_positions(self, start: i64, count: i64, n_buffers: usize) -> Result<Vec<usize>> {
+        self.check_range(start, count)?;
+        if self.array.null_count == 0 || count == 0 {
+            return Ok(vec![]);
+        }
+        let Some((bits, first)) = self.validity(start, n_buffers)? else {
+            return Ok(vec![]);
+        };
+        Ok((0..count as usize)
+            .filter(|&k| bits[(first + k) / 8] >> ((first + k) % 8) & 1 == 0)
+            .collect())
+    }
+
+    /// Checks that items `[start, start + count)` lie in the array; returns its length.
+    fn check_range(self, start: i64, count: i64) -> Result<i64> {
+        let (length, _) = self.extent()?;
+        if start < 0 || count < 0 || start.checked_add(count).is_none_or(|end| end > length) {
+            return Err(invalid(format!(
+                "items {start}..{start}+{count} are outside the array of length {length}"
+            )));
+        }
+        Ok(length)
+    }
+
+    /// The validity bitmap (`None` when absent) and the bit of logical item `start`.
+    fn validity(self, start: i64, n_buffers: usize) -> Result<Option<(&'a [u8], usize)>> {
+        let (length, offset) = self.extent()?;
         let validity = self.buffer(0, n_buffers)?;
         if validity.is_null() {
-            return Ok(0);
+            return Ok(None);
         }
         if !self.device.is_host_accessible() {
             return Err(invalid(format!(
@@ -906,11 +1011,7 @@ impl<'a> Node<'a> {
         // bits, in host-readable memory that lives as long as the array.
         let bits =
             unsafe { std::slice::from_raw_parts(validity.cast::<u8>(), total_bits.div_ceil(8)) };
-        let first = (offset + start) as usize;
-        let valid = (first..first + count as usize)
-            .filter(|&j| bits[j / 8] >> (j % 8) & 1 == 1)
-            .count();
-        Ok(count - valid as i64)
+        Ok(Some((bits, (offset + start) as usize)))
     }
 
     /// A zero-copy, read-only tensor over the values buffer (buffer 1) of a fixed-width leaf.
@@ -1287,19 +1388,78 @@ impl ArraySpec {
 struct StreamPrivate {
     schema: SchemaSpec,
     chunks: VecDeque<ArraySpec>,
+    device: Device,
     last_error: Option<CString>,
 }
 
+impl StreamPrivate {
+    fn into_private_data(
+        schema: SchemaSpec,
+        chunks: Vec<ArraySpec>,
+        device: Device,
+    ) -> *mut c_void {
+        Box::into_raw(Box::new(Self {
+            schema,
+            chunks: chunks.into(),
+            device,
+            last_error: None,
+        }))
+        .cast()
+    }
+
+    /// The private data of a live stream of ours (`None` once released).
+    ///
+    /// # Safety
+    /// `private_data` must be the `StreamPrivate` of a stream built here whose `release` is
+    /// `live`, used by one caller at a time (streams are not thread-safe by spec).
+    unsafe fn of<'a>(live: bool, private_data: *mut c_void) -> Option<&'a mut Self> {
+        // SAFETY: caller's contract.
+        live.then(|| unsafe { private_data.cast::<Self>().as_mut() })
+            .flatten()
+    }
+
+    /// `get_schema` into the consumer's storage `out`.
+    fn write_schema(&mut self, out: *mut ArrowSchema) -> c_int {
+        if out.is_null() {
+            return EINVAL;
+        }
+        match self.schema.export() {
+            Ok(schema) => {
+                // SAFETY: `out` is the consumer's storage for one schema.
+                unsafe { schema.move_into(out) };
+                0
+            }
+            Err(e) => {
+                self.last_error = CString::new(e.to_string()).ok();
+                EIO
+            }
+        }
+    }
+
+    fn last_error(&self) -> *const c_char {
+        self.last_error.as_ref().map_or(ptr::null(), |e| e.as_ptr())
+    }
+}
+
 /// # Safety
-/// `stream` must be a live stream built by [`export_stream`].
+/// `stream` must be NULL or a stream built by [`export_stream`].
 unsafe fn stream_private<'a>(stream: *mut ArrowArrayStream) -> Option<&'a mut StreamPrivate> {
-    // SAFETY: caller's contract: private_data is our StreamPrivate, used by one caller at a
-    // time (streams are not thread-safe by spec).
+    // SAFETY: caller's contract.
     unsafe {
-        stream
-            .as_mut()
-            .filter(|s| s.release.is_some())
-            .and_then(|s| s.private_data.cast::<StreamPrivate>().as_mut())
+        let stream = stream.as_mut()?;
+        StreamPrivate::of(stream.release.is_some(), stream.private_data)
+    }
+}
+
+/// # Safety
+/// `stream` must be NULL or a stream built by [`export_device_stream`].
+unsafe fn device_stream_private<'a>(
+    stream: *mut ArrowDeviceArrayStream,
+) -> Option<&'a mut StreamPrivate> {
+    // SAFETY: caller's contract.
+    unsafe {
+        let stream = stream.as_mut()?;
+        StreamPrivate::of(stream.release.is_some(), stream.private_data)
     }
 }
 
@@ -1307,23 +1467,10 @@ unsafe extern "C" fn stream_get_schema(
     stream: *mut ArrowArrayStream,
     out: *mut ArrowSchema,
 ) -> c_int {
-    // SAFETY: the consumer calls us on a live stream of ours with writable storage `out`.
-    let Some(private) = (unsafe { stream_private(stream) }) else {
-        return EINVAL;
-    };
-    if out.is_null() {
-        return EINVAL;
-    }
-    match private.schema.export() {
-        Ok(schema) => {
-            // SAFETY: `out` is the consumer's storage for one schema.
-            unsafe { schema.move_into(out) };
-            0
-        }
-        Err(e) => {
-            private.last_error = CString::new(e.to_string()).ok();
-            EIO
-        }
+    // SAFETY: the consumer calls us on a stream of ours.
+    match unsafe { stream_private(stream) } {
+        Some(private) => private.write_schema(out),
+        None => EINVAL,
     }
 }
 
@@ -1352,13 +1499,7 @@ unsafe extern "C" fn stream_get_next(stream: *mut ArrowArrayStream, out: *mut Ar
 
 unsafe extern "C" fn stream_get_last_error(stream: *mut ArrowArrayStream) -> *const c_char {
     // SAFETY: as in stream_get_schema.
-    match unsafe { stream_private(stream) } {
-        Some(private) => private
-            .last_error
-            .as_ref()
-            .map_or(ptr::null(), |e| e.as_ptr()),
-        None => ptr::null(),
-    }
+    unsafe { stream_private(stream) }.map_or(ptr::null(), |p| p.last_error())
 }
 
 unsafe extern "C" fn stream_release(stream: *mut ArrowArrayStream) {
@@ -1377,19 +1518,85 @@ unsafe extern "C" fn stream_release(stream: *mut ArrowArrayStream) {
     }
 }
 
+unsafe extern "C" fn device_stream_get_schema(
+    stream: *mut ArrowDeviceArrayStream,
+    out: *mut ArrowSchema,
+) -> c_int {
+    // SAFETY: the consumer calls us on a device stream of ours.
+    match unsafe { device_stream_private(stream) } {
+        Some(private) => private.write_schema(out),
+        None => EINVAL,
+    }
+}
+
+unsafe extern "C" fn device_stream_get_next(
+    stream: *mut ArrowDeviceArrayStream,
+    out: *mut ArrowDeviceArray,
+) -> c_int {
+    // SAFETY: as in device_stream_get_schema.
+    let Some(private) = (unsafe { device_stream_private(stream) }) else {
+        return EINVAL;
+    };
+    if out.is_null() {
+        return EINVAL;
+    }
+    match private.chunks.pop_front() {
+        // SAFETY: `out` is the consumer's storage; the end of the stream is a released array
+        // (every time it is asked again).
+        None => unsafe { ptr::write(out, ArrowDeviceArray::released()) },
+        // SAFETY: `out` is the consumer's storage for one device array.
+        Some(chunk) => unsafe { chunk.export(private.device).move_into_device(out) },
+    }
+    0
+}
+
+unsafe extern "C" fn device_stream_get_last_error(
+    stream: *mut ArrowDeviceArrayStream,
+) -> *const c_char {
+    // SAFETY: as in device_stream_get_schema.
+    unsafe { device_stream_private(stream) }.map_or(ptr::null(), |p| p.last_error())
+}
+
+unsafe extern "C" fn device_stream_release(stream: *mut ArrowDeviceArrayStream) {
+    // SAFETY: as in stream_release, for a device stream of ours.
+    unsafe {
+        let Some(stream) = stream.as_mut() else {
+            return;
+        };
+        if stream.release.is_none() {
+            return;
+        }
+        drop(Box::from_raw(stream.private_data.cast::<StreamPrivate>()));
+        stream.private_data = ptr::null_mut();
+        stream.release = None;
+    }
+}
+
 /// A CPU stream that yields `chunks` (all described by `schema`), then ends.
 pub fn export_stream(schema: SchemaSpec, chunks: Vec<ArraySpec>) -> OwnedStream {
-    let private = Box::new(StreamPrivate {
-        schema,
-        chunks: chunks.into(),
-        last_error: None,
-    });
     Owned(Box::new(ArrowArrayStream {
         get_schema: Some(stream_get_schema),
         get_next: Some(stream_get_next),
         get_last_error: Some(stream_get_last_error),
         release: Some(stream_release),
-        private_data: Box::into_raw(private).cast(),
+        private_data: StreamPrivate::into_private_data(schema, chunks, Device::CPU),
+    }))
+}
+
+/// A device stream that yields `chunks` (all described by `schema`, their buffers on
+/// `device`) as device arrays, then ends (a released array, as often as asked).
+pub fn export_device_stream(
+    schema: SchemaSpec,
+    chunks: Vec<ArraySpec>,
+    device: Device,
+) -> OwnedDeviceStream {
+    Owned(Box::new(ArrowDeviceArrayStream {
+        device_type: device.kind.0,
+        get_schema: Some(device_stream_get_schema),
+        get_next: Some(device_stream_get_next),
+        get_last_error: Some(device_stream_get_last_error),
+        release: Some(device_stream_release),
+        private_data: StreamPrivate::into_private_data(schema, chunks, device),
     }))
 }
 
@@ -1601,6 +1808,31 @@ mod tests {
         assert_eq!(drops.load(Ordering::SeqCst), 1);
         drop(first); // results outlive the stream
         assert_eq!(drops.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn device_stream_yields_device_arrays_then_released_ones() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let device = Device::new(DeviceType::CUDA, 1);
+        let chunks = vec![counted_array(&drops, &VALUES)];
+        let mut storage = ArrowDeviceArrayStream::released();
+        // SAFETY: `storage` is writable.
+        unsafe {
+            export_device_stream(SchemaSpec::new("f", "", 0), chunks, device)
+                .move_into(&mut storage)
+        };
+        // SAFETY: a live stream.
+        let mut stream = unsafe { OwnedDeviceStream::take(&mut storage) }.unwrap();
+        assert_eq!(stream.device_type(), DeviceType::CUDA);
+        assert_eq!(stream.schema().unwrap().view().format().unwrap(), "f");
+        let first = stream.next_array().unwrap().unwrap();
+        assert_eq!(first.device().unwrap(), device);
+        assert!(stream.next_array().unwrap().is_none());
+        assert!(stream.next_array().unwrap().is_none());
+        drop(stream);
+        assert_eq!(drops.load(Ordering::SeqCst), 0);
+        drop(first);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
     }
 
     unsafe extern "C" fn failing_get_schema(

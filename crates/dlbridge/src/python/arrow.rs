@@ -1,7 +1,8 @@
 //! The Arrow PyCapsule interface: capsules for schemas, arrays, device arrays and streams
-//! (named `arrow_schema`, `arrow_array`, `arrow_device_array`, `arrow_array_stream`), the
-//! exports behind `Tensor.__arrow_c_*__`, and the import of any object that offers
-//! `__arrow_c_device_array__`, `__arrow_c_array__` or `__arrow_c_stream__`.
+//! (named `arrow_schema`, `arrow_array`, `arrow_device_array`, `arrow_array_stream`,
+//! `arrow_device_array_stream`), the exports behind `Tensor.__arrow_c_*__`, and the import of
+//! any object that offers `__arrow_c_device_array__`, `__arrow_c_array__`,
+//! `__arrow_c_device_stream__` or `__arrow_c_stream__`.
 //!
 //! Capsules follow the protocol: the struct is allocated released, wrapped in the capsule, and
 //! only then filled, so an error leaks nothing; the destructor releases the struct if no
@@ -17,12 +18,14 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::arrow::{self as convert, ExportOptions};
+use crate::arrow::{self as convert, ExportOptions, Imported, Nulls};
 use crate::device::DeviceType;
 use crate::ffi::arrow::{
-    export_stream, ArrowArray, ArrowArrayStream, ArrowData, ArrowDeviceArray, ArrowSchema,
-    OwnedArray, OwnedSchema, OwnedStream, SchemaView,
+    export_device_stream, export_stream, ArrowArray, ArrowArrayStream, ArrowData, ArrowDeviceArray,
+    ArrowDeviceArrayStream, ArrowSchema, OwnedArray, OwnedDeviceStream, OwnedSchema, OwnedStream,
+    SchemaView,
 };
+use crate::python::protocols::Protocols;
 use crate::tensor::Tensor;
 
 /// Capsule name of an `ArrowSchema`.
@@ -33,6 +36,8 @@ pub const ARRAY: &CStr = c"arrow_array";
 pub const DEVICE_ARRAY: &CStr = c"arrow_device_array";
 /// Capsule name of an `ArrowArrayStream`.
 pub const ARRAY_STREAM: &CStr = c"arrow_array_stream";
+/// Capsule name of an `ArrowDeviceArrayStream`.
+pub const DEVICE_ARRAY_STREAM: &CStr = c"arrow_device_array_stream";
 
 /// A C struct that can travel in a capsule.
 trait CapsuleStruct: Sized {
@@ -96,6 +101,21 @@ impl CapsuleStruct for ArrowArrayStream {
     const NAME: &'static CStr = ARRAY_STREAM;
     fn released() -> Self {
         ArrowArrayStream::released()
+    }
+    unsafe fn release(this: *mut Self) {
+        // SAFETY: as above.
+        unsafe {
+            if let Some(release) = (*this).release {
+                release(this);
+            }
+        }
+    }
+}
+
+impl CapsuleStruct for ArrowDeviceArrayStream {
+    const NAME: &'static CStr = DEVICE_ARRAY_STREAM;
+    fn released() -> Self {
+        ArrowDeviceArrayStream::released()
     }
     unsafe fn release(this: *mut Self) {
         // SAFETY: as above.
@@ -182,6 +202,18 @@ pub fn stream_capsule(py: Python<'_>, stream: OwnedStream) -> PyResult<Bound<'_,
     })
 }
 
+/// Wrap a device stream in an `arrow_device_array_stream` capsule.
+pub fn device_stream_capsule(
+    py: Python<'_>,
+    stream: OwnedDeviceStream,
+) -> PyResult<Bound<'_, PyAny>> {
+    new_capsule::<ArrowDeviceArrayStream>(py, |out| {
+        // SAFETY: `out` is the capsule's released struct.
+        unsafe { stream.move_into(out) };
+        Ok(())
+    })
+}
+
 /// The struct pointer of a capsule named `T::NAME`; TypeError for anything else.
 fn capsule_pointer<T: CapsuleStruct>(obj: &Bound<'_, PyAny>) -> PyResult<*mut T> {
     // SAFETY: PyCapsule_IsValid accepts any object and sets no exception.
@@ -232,6 +264,13 @@ pub fn take_stream(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedStream> {
     Ok(unsafe { OwnedStream::take(raw) }?)
 }
 
+/// Move the stream out of an `arrow_device_array_stream` capsule.
+pub fn take_device_stream(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedDeviceStream> {
+    let raw = capsule_pointer::<ArrowDeviceArrayStream>(capsule)?;
+    // SAFETY: as for take_schema, with an ArrowDeviceArrayStream.
+    Ok(unsafe { OwnedDeviceStream::take(raw) }?)
+}
+
 // ------------------------------------------------------------------------------------------
 // Export
 // ------------------------------------------------------------------------------------------
@@ -262,9 +301,14 @@ pub fn check_device_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
     Ok(())
 }
 
-/// `__arrow_c_schema__`: the field the tensor exports as.
-pub fn export_schema<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'py, PyAny>> {
-    let spec = convert::export_schema(tensor, &ExportOptions::default())?;
+/// `__arrow_c_schema__`: the field the tensor exports as (`dim_names`: logical names of the
+/// cell's dimensions, see [`convert::export_named`]).
+pub fn export_schema<'py>(
+    py: Python<'py>,
+    tensor: &Tensor,
+    dim_names: Option<&[String]>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let spec = convert::export_schema_named(tensor, &ExportOptions::default(), dim_names)?;
     schema_capsule(py, spec.export()?)
 }
 
@@ -273,6 +317,7 @@ pub fn export_schema<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'p
 pub fn export_array<'py>(
     py: Python<'py>,
     tensor: &Tensor,
+    dim_names: Option<&[String]>,
     requested: Option<&Bound<'py, PyAny>>,
     device: bool,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
@@ -282,7 +327,7 @@ pub fn export_array<'py>(
             tensor.device()
         )));
     }
-    let exported = convert::export(tensor, &options(tensor, requested)?)?;
+    let exported = convert::export_named(tensor, &options(tensor, requested)?, dim_names)?;
     let schema = schema_capsule(py, exported.schema.export()?)?;
     let array = exported.array.export(exported.device);
     let array = if device {
@@ -297,6 +342,7 @@ pub fn export_array<'py>(
 pub fn export_stream_capsule<'py>(
     py: Python<'py>,
     tensor: &Tensor,
+    dim_names: Option<&[String]>,
     requested: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     if !tensor.device().is_host_accessible() {
@@ -305,8 +351,21 @@ pub fn export_stream_capsule<'py>(
             tensor.device()
         )));
     }
-    let exported = convert::export(tensor, &options(tensor, requested)?)?;
+    let exported = convert::export_named(tensor, &options(tensor, requested)?, dim_names)?;
     stream_capsule(py, export_stream(exported.schema, vec![exported.array]))
+}
+
+/// `__arrow_c_device_stream__`: a device stream of one chunk on the tensor's own device (the
+/// schema and array of `__arrow_c_device_array__`).
+pub fn export_device_stream_capsule<'py>(
+    py: Python<'py>,
+    tensor: &Tensor,
+    dim_names: Option<&[String]>,
+    requested: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let exported = convert::export_named(tensor, &options(tensor, requested)?, dim_names)?;
+    let stream = export_device_stream(exported.schema, vec![exported.array], exported.device);
+    device_stream_capsule(py, stream)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -320,19 +379,24 @@ pub enum Protocol {
     DeviceArray,
     /// `__arrow_c_array__`
     Array,
+    /// `__arrow_c_device_stream__` (device-aware chunked arrays and streams)
+    DeviceStream,
     /// `__arrow_c_stream__` (chunked arrays, tables' columns, streams)
     Stream,
 }
 
 impl Protocol {
-    /// The protocol to use, in the documented order (device array, array, stream), given
-    /// which ones an object offers.
-    pub fn first_offered(device_array: bool, array: bool, stream: bool) -> Option<Self> {
-        if device_array {
+    /// The protocol to use for a type that offers `offers`, in the documented order: a single
+    /// array before a stream, and the device variant of each before the host one (device
+    /// array, array, device stream, stream).
+    pub fn of(offers: &Protocols) -> Option<Self> {
+        if offers.arrow_device_array {
             Some(Self::DeviceArray)
-        } else if array {
+        } else if offers.arrow_array {
             Some(Self::Array)
-        } else if stream {
+        } else if offers.arrow_device_stream {
+            Some(Self::DeviceStream)
+        } else if offers.arrow_stream {
             Some(Self::Stream)
         } else {
             None
@@ -364,11 +428,23 @@ impl Drop for Attached {
 
 /// Import `obj` through `protocol` (read-only, zero-copy where the bytes allow; see
 /// [`crate::arrow`]). `copy=Some(false)` refuses the copies bit-packed booleans and several
-/// stream chunks need.
+/// stream chunks need. Nulls are refused.
 pub fn import(obj: &Bound<'_, PyAny>, protocol: Protocol, copy: Option<bool>) -> PyResult<Tensor> {
+    Ok(import_with(obj, protocol, copy, Nulls::Refuse)?.values)
+}
+
+/// [`import`] with a choice of what to do with nulls; also returns the validity and the
+/// dimension names (see [`convert::import_arrow`]).
+pub fn import_with(
+    obj: &Bound<'_, PyAny>,
+    protocol: Protocol,
+    copy: Option<bool>,
+    nulls: Nulls,
+) -> PyResult<Imported> {
     let py = obj.py();
     let (schema, array) = match protocol {
-        Protocol::Stream => return import_stream(obj, copy),
+        Protocol::Stream => return import_stream(obj, copy, nulls),
+        Protocol::DeviceStream => return import_device_stream(obj, copy, nulls),
         Protocol::DeviceArray => {
             let (s, a): (Bound<'_, PyAny>, Bound<'_, PyAny>) = obj
                 .call_method0(intern!(py, "__arrow_c_device_array__"))?
@@ -385,13 +461,14 @@ pub fn import(obj: &Bound<'_, PyAny>, protocol: Protocol, copy: Option<bool>) ->
     wait_for_event(py, &array)?;
     // SAFETY: the producer handed out this schema with this array.
     let data = unsafe { ArrowData::new(Arc::new(schema), array) };
-    Ok(convert::tensor_from_arrow(
+    Ok(convert::import_arrow(
         Attached(ManuallyDrop::new(data)),
         copy,
+        nulls,
     )?)
 }
 
-fn import_stream(obj: &Bound<'_, PyAny>, copy: Option<bool>) -> PyResult<Tensor> {
+fn import_stream(obj: &Bound<'_, PyAny>, copy: Option<bool>, nulls: Nulls) -> PyResult<Imported> {
     let capsule = obj.call_method0(intern!(obj.py(), "__arrow_c_stream__"))?;
     let mut stream = take_stream(&capsule)?;
     let schema = Arc::new(stream.schema()?);
@@ -399,13 +476,56 @@ fn import_stream(obj: &Bound<'_, PyAny>, copy: Option<bool>) -> PyResult<Tensor>
     while let Some(array) = stream.next_array()? {
         // SAFETY: every chunk of a stream is described by the stream's schema.
         let data = unsafe { ArrowData::new(schema.clone(), array) };
-        chunks.push(convert::tensor_from_arrow(
+        chunks.push(convert::import_arrow(
             Attached(ManuallyDrop::new(data)),
             copy,
+            nulls,
         )?);
     }
     drop(stream);
-    Ok(convert::concatenate(schema.view(), chunks, copy)?)
+    Ok(convert::concatenate_imported(schema.view(), chunks, copy)?)
+}
+
+/// A device stream: one chunk imports zero-copy (on its device); several are joined into a
+/// host copy, which memory the host cannot read cannot be.
+fn import_device_stream(
+    obj: &Bound<'_, PyAny>,
+    copy: Option<bool>,
+    nulls: Nulls,
+) -> PyResult<Imported> {
+    let py = obj.py();
+    let capsule = obj.call_method0(intern!(py, "__arrow_c_device_stream__"))?;
+    let mut stream = take_device_stream(&capsule)?;
+    let schema = Arc::new(stream.schema()?);
+    let mut arrays = vec![];
+    while let Some(array) = stream.next_array()? {
+        let device = array.device()?;
+        if device.kind != stream.device_type() {
+            return Err(PyBufferError::new_err(format!(
+                "the device stream promised device type {} but a chunk is on {device}",
+                stream.device_type().0
+            )));
+        }
+        if !arrays.is_empty() && !device.is_host_accessible() {
+            return Err(PyBufferError::new_err(format!(
+                "the device stream has several chunks on {device}: joining them needs a copy on the device, which dlbridge does not make; combine the chunks with the producer first (e.g. combine_chunks()) or import them one by one"
+            )));
+        }
+        arrays.push(array);
+    }
+    drop(stream);
+    let mut chunks = Vec::with_capacity(arrays.len());
+    for array in arrays {
+        wait_for_event(py, &array)?;
+        // SAFETY: every chunk of a stream is described by the stream's schema.
+        let data = unsafe { ArrowData::new(schema.clone(), array) };
+        chunks.push(convert::import_arrow(
+            Attached(ManuallyDrop::new(data)),
+            copy,
+            nulls,
+        )?);
+    }
+    Ok(convert::concatenate_imported(schema.view(), chunks, copy)?)
 }
 
 /// Wait until the producer's sync event has fired, so the buffers are safe to read from any

@@ -54,11 +54,7 @@ pub fn import(
     // fixed_shape_tensor extension, which pyarrow's __dlpack__ refuses with TypeError or, for a
     // permutation that is not its own inverse, exports with overlapping strides. Plain arrays
     // are zero-copy and read-only either way.
-    if let Some(protocol) = arrow::Protocol::first_offered(
-        offers.arrow_device_array,
-        offers.arrow_array,
-        offers.arrow_stream,
-    ) {
+    if let Some(protocol) = arrow::Protocol::of(&offers) {
         return arrow::import(obj, protocol, copy);
     }
     if offers.dlpack {

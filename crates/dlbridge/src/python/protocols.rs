@@ -30,6 +30,8 @@ pub struct Protocols {
     pub arrow_array: bool,
     /// `__arrow_c_stream__`.
     pub arrow_stream: bool,
+    /// `__arrow_c_device_stream__`.
+    pub arrow_device_stream: bool,
     /// `__array_interface__`.
     pub array_interface: bool,
     /// `torch.Tensor` or a subclass (see [`crate::python::torch`]).
@@ -95,6 +97,7 @@ fn discover(ty: &Bound<'_, PyType>) -> PyResult<Protocols> {
         arrow_device_array: ty.hasattr(intern!(py, "__arrow_c_device_array__"))?,
         arrow_array: ty.hasattr(intern!(py, "__arrow_c_array__"))?,
         arrow_stream: ty.hasattr(intern!(py, "__arrow_c_stream__"))?,
+        arrow_device_stream: ty.hasattr(intern!(py, "__arrow_c_device_stream__"))?,
         array_interface: ty.hasattr(intern!(py, "__array_interface__"))?,
         torch_tensor: torch::is_tensor_type(ty),
     })
