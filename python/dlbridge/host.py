@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import namespaces as nsmod
+from ._native import _to_numpy
 from .convert import convert
 
 
@@ -19,7 +20,8 @@ def to_numpy(x: Any, *, copy: bool | None = None) -> Any:
     Framework state is not resolved silently: a torch tensor that requires grad or has its
     conjugate/negative bit set is a BufferError naming ``.detach()`` / ``.resolve_conj()``.
     """
-    return convert(x, "numpy", device="cpu", copy=copy)
+    y = _to_numpy(x, copy)  # the common cases, natively; None: the general path decides
+    return convert(x, "numpy", device="cpu", copy=copy) if y is None else y
 
 
 def to_memoryview(x: Any, *, copy: bool | None = None) -> memoryview:

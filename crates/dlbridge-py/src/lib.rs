@@ -3,6 +3,7 @@
 
 mod arrow;
 mod exchange;
+mod numpy;
 mod tensor;
 mod types;
 
@@ -64,5 +65,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDevice>()?;
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(copyto, m)?)?;
+    m.add_function(wrap_pyfunction!(numpy::_to_numpy, m)?)?;
     Ok(())
 }
