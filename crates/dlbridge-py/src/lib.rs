@@ -9,7 +9,8 @@ mod types;
 
 use pyo3::prelude::*;
 
-use dlbridge::python::import;
+use dlbridge::python::{import, protocols};
+use dlbridge::Device;
 
 use crate::tensor::{new_tensor, PyTensor};
 use crate::types::{parse_device, PyDType, PyDevice};
@@ -31,6 +32,16 @@ fn from_dlpack<'py>(
             None => Ok(t.clone()),
             Some(copied) => new_tensor(x.py(), copied),
         };
+    }
+    // NumPy arrays, the most common input, in one step: the same import `from_object` makes
+    // (see `numpy_api`), without its layers, which cost as much as the import itself.
+    if let (Some(api), None | Some(Device::CPU)) = (protocols::of(x)?.numpy_ndarray, device) {
+        if let Some(tensor) = api.import(x)? {
+            return match import::apply_policy(&tensor, device, copy)? {
+                None => new_tensor(x.py(), tensor),
+                Some(copied) => new_tensor(x.py(), copied),
+            };
+        }
     }
     new_tensor(x.py(), import::from_object(x, device, copy)?)
 }
@@ -65,6 +76,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDevice>()?;
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(copyto, m)?)?;
-    m.add_function(wrap_pyfunction!(numpy::_to_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(numpy::to_numpy, m)?)?;
     Ok(())
 }

@@ -282,7 +282,9 @@ impl Api {
             large.resize(2 * nd, 0);
             &mut large
         };
-        for (i, (&n, &s)) in tensor.shape().iter().zip(tensor.strides()).enumerate() {
+        // The strides a DLPack export publishes (row-major for zero-size tensors).
+        let strides = tensor.layout().export_strides();
+        for (i, (&n, &s)) in tensor.shape().iter().zip(strides.iter()).enumerate() {
             // Layout bounded every byte offset by isize::MAX, so neither cast nor product
             // overflows.
             dims[i] = n as isize;
