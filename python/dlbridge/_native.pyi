@@ -254,3 +254,8 @@ def copyto(dst: Tensor, src: Any) -> None:
     """Copy the elements of ``src`` (anything ``from_dlpack`` takes) into the writable tensor
     ``dst``, broadcasting like ``numpy.copyto`` (no casting: same dtype). BufferError for a
     read-only ``dst``, ValueError for a shape or dtype mismatch."""
+
+def to_numpy(x: Any, *, copy: bool | None = None) -> Any:
+    """``dlbridge.to_numpy``: a host NumPy array with ``x``'s values. NumPy arrays (as they
+    are) and host data of NumPy's builtin dtypes are built natively (an ndarray whose base is
+    the dlbridge Tensor); everything else goes to ``dlbridge.host._to_numpy_general``."""

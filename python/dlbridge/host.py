@@ -5,20 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from . import namespaces as nsmod
+from ._native import to_numpy
 from .convert import convert
 
 
-def to_numpy(x: Any, *, copy: bool | None = None) -> Any:
-    """A NumPy array on the host with the values of ``x``, from any library on any device.
-
-    ``convert(x, numpy, device="cpu", copy=copy)``: zero-copy for host data NumPy can take, a
-    device-to-host copy otherwise (asked of the producer: dpnp, CuPy, torch...). Read-only
-    sources stay read-only unless copied. bfloat16 and float8 come back as ml_dtypes arrays
-    (zero-copy; BufferError naming ``pip install ml_dtypes`` without it). ``copy=False``:
-    BufferError when a copy would be needed (device data, data that must be realigned).
-    Framework state is not resolved silently: a torch tensor that requires grad or has its
-    conjugate/negative bit set is a BufferError naming ``.detach()`` / ``.resolve_conj()``.
-    """
+def _to_numpy_general(x: Any, *, copy: bool | None = None) -> Any:
+    """What :func:`to_numpy` (native, in ``_native``) does for the calls its native path
+    leaves to :func:`convert`: ``convert(x, numpy, device="cpu", copy=copy)``."""
     return convert(x, "numpy", device="cpu", copy=copy)
 
 

@@ -4,12 +4,14 @@
 mod arrow;
 mod exchange;
 mod fastcall;
+mod numpy;
 mod tensor;
 mod types;
 
 use pyo3::prelude::*;
 
-use dlbridge::python::import;
+use dlbridge::python::{import, protocols};
+use dlbridge::Device;
 
 use crate::tensor::{import_object, PyTensor};
 use crate::types::{parse_device, PyDType, PyDevice};
@@ -66,6 +68,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDevice>()?;
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(copyto, m)?)?;
+<<<<<<< HEAD
     m.add_function(wrap_pyfunction!(arrow::from_arrow, m)?)?;
+=======
+    m.add_function(wrap_pyfunction!(numpy::to_numpy, m)?)?;
+>>>>>>> wip-numpy
     Ok(())
 }

@@ -40,6 +40,13 @@ pub fn import(
         return capsule::consume(obj);
     }
     let offers = protocols::of(obj)?;
+    // NumPy arrays are read in place, as their `__dlpack__` would describe them (on the CPU,
+    // so only when no other device is asked for); what it might describe otherwise goes on.
+    if let (Some(api), None | Some(Device::CPU)) = (offers.numpy_ndarray, device) {
+        if let Some(tensor) = api.import(obj)? {
+            return Ok(tensor);
+        }
+    }
     if offers.torch_tensor {
         torch::check_exportable(obj)?;
     }

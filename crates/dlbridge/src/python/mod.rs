@@ -14,5 +14,6 @@ pub mod errors;
 pub mod exchange;
 pub mod import;
 pub mod interface_dict;
+pub mod numpy_api;
 pub mod protocols;
 pub mod torch;

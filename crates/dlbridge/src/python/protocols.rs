@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use crate::python::exchange::{self, Api};
-use crate::python::torch;
+use crate::python::{numpy_api, torch};
 
 /// The protocols a type offers.
 #[derive(Clone, Copy, Debug, Default)]
@@ -36,6 +36,9 @@ pub struct Protocols {
     pub array_interface: bool,
     /// `torch.Tensor` or a subclass (see [`crate::python::torch`]).
     pub torch_tensor: bool,
+    /// Exactly `numpy.ndarray` (not a subclass): NumPy's C-API table, read directly (see
+    /// [`crate::python::numpy_api`]).
+    pub numpy_ndarray: Option<numpy_api::Api>,
 }
 
 /// One cached type; entries are leaked on purpose (they live as long as the process, like the
@@ -100,5 +103,6 @@ fn discover(ty: &Bound<'_, PyType>) -> PyResult<Protocols> {
         arrow_device_stream: ty.hasattr(intern!(py, "__arrow_c_device_stream__"))?,
         array_interface: ty.hasattr(intern!(py, "__array_interface__"))?,
         torch_tensor: torch::is_tensor_type(ty),
+        numpy_ndarray: numpy_api::Api::for_exact_ndarray(ty),
     })
 }

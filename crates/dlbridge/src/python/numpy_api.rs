@@ -1,0 +1,421 @@
+//! NumPy arrays read and built through NumPy's own C API, without a DLPack capsule.
+//!
+//! The table is NumPy's documented `_ARRAY_API` capsule of its `_multiarray_umath` module,
+//! found in `sys.modules` (dlbridge never imports NumPy) and accepted only for the two ABIs
+//! whose layouts this module knows: 1.x (`0x01000009`) and 2.x (`0x02000000`). The slots used
+//! (0 `PyArray_GetNDArrayCVersion`, 2 `PyArray_Type`, 45 `PyArray_DescrFromType`, 94
+//! `PyArray_NewFromDescr`, 282 `PyArray_SetBaseObject`) and the fields read (`PyArrayObject`:
+//! data, nd, dimensions, strides, base, descr, flags; `PyArray_Descr`: byteorder, type_num)
+//! are the same in both ABIs. `elsize` moved between them, so item sizes come from the type
+//! number, and only NumPy's builtin numeric types are handled here.
+//!
+//! Import mirrors what NumPy's `__dlpack__` exports, field for field (strides divided by the
+//! item size, read-only iff not WRITEABLE, CPU), and declines (`None`) everything NumPy's
+//! `__dlpack__` could refuse or describe differently, which then takes the DLPack path.
+
+use std::ffi::{c_char, c_int, c_long, c_uint, c_void};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Arc;
+
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+use crate::device::Device;
+use crate::dtype::DType;
+use crate::layout::Layout;
+use crate::tensor::Tensor;
+
+/// `NPY_ABI_VERSION` of NumPy 1.x and 2.x.
+const ABI_1: c_uint = 0x0100_0009;
+const ABI_2: c_uint = 0x0200_0000;
+
+/// Table slots (identical in both ABIs).
+const GET_NDARRAY_C_VERSION: usize = 0;
+const ARRAY_TYPE: usize = 2;
+const DESCR_FROM_TYPE: usize = 45;
+const NEW_FROM_DESCR: usize = 94;
+const SET_BASE_OBJECT: usize = 282;
+
+/// `NPY_ARRAY_*` flags.
+const C_CONTIGUOUS: c_int = 0x0001;
+const WRITEABLE: c_int = 0x0400;
+
+/// The leading fields of `PyArrayObject_fields` (same in 1.x and 2.x).
+#[repr(C)]
+struct ArrayObject {
+    _ob_base: ffi::PyObject,
+    data: *mut c_char,
+    nd: c_int,
+    dimensions: *const isize,
+    strides: *const isize,
+    base: *mut ffi::PyObject,
+    descr: *const Descr,
+    flags: c_int,
+}
+
+/// The leading fields of `PyArray_Descr` shared by 1.x and 2.x.
+#[repr(C)]
+struct Descr {
+    _ob_base: ffi::PyObject,
+    _typeobj: *mut ffi::PyTypeObject,
+    _kind: c_char,
+    _type: c_char,
+    byteorder: c_char,
+    _former_flags: c_char,
+    type_num: c_int,
+}
+
+type GetVersionFn = unsafe extern "C" fn() -> c_uint;
+type DescrFromTypeFn = unsafe extern "C" fn(c_int) -> *mut ffi::PyObject;
+type NewFromDescrFn = unsafe extern "C" fn(
+    *mut ffi::PyTypeObject,
+    *mut ffi::PyObject,
+    c_int,
+    *const isize,
+    *const isize,
+    *mut c_void,
+    c_int,
+    *mut ffi::PyObject,
+) -> *mut ffi::PyObject;
+type SetBaseObjectFn = unsafe extern "C" fn(*mut ffi::PyObject, *mut ffi::PyObject) -> c_int;
+
+/// NumPy's C-API table, of a supported ABI (it lives as long as the process: extension
+/// modules are never unloaded).
+#[derive(Clone, Copy, Debug)]
+pub struct Api(NonNull<*const c_void>);
+
+// SAFETY: the table is immutable, process-lifetime data; every call through it happens with
+// the GIL held (each method takes a GIL-bound argument).
+unsafe impl Send for Api {}
+// SAFETY: see above.
+unsafe impl Sync for Api {}
+
+/// The table, once found.
+static TABLE: AtomicPtr<*const c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+impl Api {
+    /// The table of the NumPy already imported in this process, or `None` (not imported, or an
+    /// ABI this module does not know). Found once; not-found is asked again next time.
+    pub fn get(py: Python<'_>) -> Option<Self> {
+        if let Some(table) = NonNull::new(TABLE.load(Ordering::Acquire)) {
+            return Some(Self(table));
+        }
+        let api = Self::find(py)?;
+        TABLE.store(api.0.as_ptr(), Ordering::Release);
+        Some(api)
+    }
+
+    /// The table when `ty` is exactly `numpy.ndarray` (subclasses: `None`).
+    pub fn for_exact_ndarray(ty: &Bound<'_, PyType>) -> Option<Self> {
+        if !ty.name().is_ok_and(|n| n == "ndarray") {
+            return None;
+        }
+        Self::get(ty.py()).filter(|api| api.array_type() == ty.as_type_ptr())
+    }
+
+    fn find(py: Python<'_>) -> Option<Self> {
+        let modules = py
+            .import(intern!(py, "sys"))
+            .ok()?
+            .getattr("modules")
+            .ok()?;
+        let module = [
+            "numpy._core._multiarray_umath",
+            "numpy.core._multiarray_umath",
+        ]
+        .into_iter()
+        .find_map(|name| modules.get_item(name).ok())?;
+        let capsule = module.getattr(intern!(py, "_ARRAY_API")).ok()?;
+        if !super::capsule::is_capsule(&capsule) {
+            return None;
+        }
+        // SAFETY: `capsule` is a capsule; NumPy creates `_ARRAY_API` without a name, and a
+        // NULL result (a named capsule) sets an error that is cleared at once.
+        let table = unsafe { ffi::PyCapsule_GetPointer(capsule.as_ptr(), std::ptr::null()) };
+        let Some(table) = NonNull::new(table.cast::<*const c_void>()) else {
+            // SAFETY: clear the error PyCapsule_GetPointer just set.
+            unsafe { ffi::PyErr_Clear() };
+            return None;
+        };
+        let api = Self(table);
+        // SAFETY: slot 0 of every NumPy C-API table is PyArray_GetNDArrayCVersion, which takes
+        // nothing and only returns a constant.
+        let abi = unsafe {
+            let f: Option<GetVersionFn> = std::mem::transmute(api.slot(GET_NDARRAY_C_VERSION));
+            f.map(|f| f())
+        };
+        matches!(abi, Some(ABI_1 | ABI_2)).then_some(api)
+    }
+
+    /// True when `obj` is a `numpy.ndarray` or an instance of a subclass.
+    pub fn is_ndarray(self, obj: &Bound<'_, PyAny>) -> bool {
+        // SAFETY: a type check of a live object against NumPy's (immortal) array type.
+        unsafe { ffi::PyObject_TypeCheck(obj.as_ptr(), self.array_type()) != 0 }
+    }
+
+    fn slot(self, index: usize) -> *const c_void {
+        // SAFETY: the table of a known ABI has more than SET_BASE_OBJECT entries; it is never
+        // written after NumPy's import.
+        unsafe { *self.0.as_ptr().add(index) }
+    }
+
+    fn array_type(self) -> *mut ffi::PyTypeObject {
+        self.slot(ARRAY_TYPE).cast_mut().cast()
+    }
+
+    /// Import an exact `numpy.ndarray` (the caller checked its type against this table) the way
+    /// its `__dlpack__` would describe it, kept alive by a reference to the array. `None` for
+    /// anything else NumPy's `__dlpack__` must decide: non-builtin or non-numeric dtypes,
+    /// byte-swapped data, strides that are not whole items, arrays that came from DLPack
+    /// (their device is their capsule's).
+    pub fn import(self, obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
+        // SAFETY: `obj` is an exact ndarray of this table's ABI (caller's contract, by its
+        // type), alive for this borrow with the GIL held; only the shared leading fields are
+        // read.
+        let array = unsafe { &*obj.as_ptr().cast::<ArrayObject>() };
+        // SAFETY: a live array always has a live descriptor.
+        let descr = unsafe { &*array.descr };
+        let Some(dtype) = builtin_dtype(descr.type_num) else {
+            return Ok(None);
+        };
+        if !native_order(descr.byteorder) || self.base_is_capsule(array.base) {
+            return Ok(None);
+        }
+        let nd = usize::try_from(array.nd).unwrap_or(usize::MAX);
+        if nd > crate::layout::MAX_NDIM {
+            return Ok(None);
+        }
+        let (shape, strides): (&[isize], &[isize]) = if nd == 0 {
+            (&[], &[])
+        } else {
+            // SAFETY: a live array has `nd` readable extents and strides.
+            unsafe {
+                (
+                    std::slice::from_raw_parts(array.dimensions, nd),
+                    std::slice::from_raw_parts(array.strides, nd),
+                )
+            }
+        };
+        let itemsize = dtype.itemsize() as isize;
+        // NumPy's own rule: strides are checked unless the array is C-contiguous or has one
+        // element, and then divided by the item size (truncating, as C does).
+        let one = shape.iter().try_fold(1isize, |acc, &n| acc.checked_mul(n)) == Some(1);
+        if array.flags & C_CONTIGUOUS == 0
+            && !one
+            && shape
+                .iter()
+                .zip(strides)
+                .any(|(&n, &s)| n != 1 && s % itemsize != 0)
+        {
+            return Ok(None);
+        }
+        let mut small = [0i64; 16];
+        let mut large = Vec::new();
+        let dims: &mut [i64] = if nd <= 8 {
+            &mut small[..2 * nd]
+        } else {
+            large.resize(2 * nd, 0);
+            &mut large
+        };
+        for (i, (&n, &s)) in shape.iter().zip(strides).enumerate() {
+            dims[i] = n as i64;
+            dims[nd + i] = (s / itemsize) as i64;
+        }
+        let layout = Layout::new(&dims[..nd], Some(&dims[nd..]), dtype.itemsize())?;
+        let owner = Arc::new(HeldArray(Some(obj.clone().unbind())));
+        // SAFETY: NumPy guarantees the array's memory spans its layout for as long as the array
+        // lives; `owner` keeps it alive, and writable only when NumPy says WRITEABLE.
+        let tensor = unsafe {
+            Tensor::from_raw_parts(
+                array.data.cast(),
+                0,
+                Device::CPU,
+                dtype,
+                layout,
+                array.flags & WRITEABLE == 0,
+                false,
+                owner,
+            )
+        }?;
+        Ok(Some(tensor))
+    }
+
+    /// True when the array's base chain ends in a capsule (an array NumPy imported from
+    /// DLPack, whose device its `__dlpack__` reports from that capsule).
+    fn base_is_capsule(self, mut base: *mut ffi::PyObject) -> bool {
+        // SAFETY: each base is a live object owned by the array before it; the type check
+        // guarantees the cast to an array before its base is read.
+        unsafe {
+            while !base.is_null() && ffi::PyObject_TypeCheck(base, self.array_type()) != 0 {
+                base = (*base.cast::<ArrayObject>()).base;
+            }
+            !base.is_null() && ffi::PyCapsule_CheckExact(base) != 0
+        }
+    }
+
+    /// A `numpy.ndarray` viewing `tensor`'s host memory, with `base` (which must keep that
+    /// memory alive) as its base object: what `numpy.from_dlpack` builds, without a capsule.
+    /// Read-only unless the tensor is writable. `None` for dtypes NumPy has no builtin type
+    /// for and for memory that is not plain CPU memory.
+    pub fn to_ndarray<'py>(
+        self,
+        tensor: &Tensor,
+        base: Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = base.py();
+        let Some(type_num) = type_num_of(tensor.dtype()) else {
+            return Ok(None);
+        };
+        if tensor.device() != Device::CPU {
+            return Ok(None);
+        }
+        let nd = tensor.ndim();
+        let item = tensor.itemsize() as isize;
+        let mut small = [0isize; 16];
+        let mut large = Vec::new();
+        let dims: &mut [isize] = if nd <= 8 {
+            &mut small[..2 * nd]
+        } else {
+            large.resize(2 * nd, 0);
+            &mut large
+        };
+        // The strides a DLPack export publishes (row-major for zero-size tensors).
+        let strides = tensor.layout().export_strides();
+        for (i, (&n, &s)) in tensor.shape().iter().zip(strides.iter()).enumerate() {
+            // Layout bounded every byte offset by isize::MAX, so neither cast nor product
+            // overflows.
+            dims[i] = n as isize;
+            dims[nd + i] = s as isize * item;
+        }
+        let flags = if tensor.readonly() { 0 } else { WRITEABLE };
+        // SAFETY: slots 45, 94 and 282 have these signatures in both known ABIs; the GIL is
+        // held (`py`). DescrFromType returns a new reference that NewFromDescr steals (also on
+        // failure); the shape and strides outlive the call, which copies them; the memory at
+        // `data_ptr` spans the layout (a validated tensor) while `base` lives, and is only
+        // writable through the array when the tensor is. SetBaseObject steals the reference
+        // to `base` (also on failure, where the array is released).
+        unsafe {
+            let descr_from_type: DescrFromTypeFn = std::mem::transmute(self.slot(DESCR_FROM_TYPE));
+            let new_from_descr: NewFromDescrFn = std::mem::transmute(self.slot(NEW_FROM_DESCR));
+            let set_base: SetBaseObjectFn = std::mem::transmute(self.slot(SET_BASE_OBJECT));
+            let descr = descr_from_type(type_num);
+            if descr.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            let array = new_from_descr(
+                self.array_type(),
+                descr,
+                nd as c_int,
+                dims.as_ptr(),
+                dims.as_ptr().add(nd),
+                tensor.data_ptr() as *mut c_void,
+                flags,
+                std::ptr::null_mut(),
+            );
+            let array = Bound::from_owned_ptr_or_err(py, array)?;
+            if set_base(array.as_ptr(), base.into_ptr()) < 0 {
+                return Err(PyErr::fetch(py));
+            }
+            Ok(Some(array))
+        }
+    }
+}
+
+/// `true` for NumPy's byte-order characters that mean "as the machine stores it".
+fn native_order(byteorder: c_char) -> bool {
+    let native = if cfg!(target_endian = "little") {
+        b'<'
+    } else {
+        b'>'
+    };
+    matches!(byteorder as u8, b'=' | b'|') || byteorder as u8 == native
+}
+
+/// `NPY_TYPES` numbers of the builtin numeric types.
+mod npy {
+    use std::ffi::c_int;
+    pub const BOOL: c_int = 0;
+    pub const BYTE: c_int = 1;
+    pub const UBYTE: c_int = 2;
+    pub const SHORT: c_int = 3;
+    pub const USHORT: c_int = 4;
+    pub const INT: c_int = 5;
+    pub const UINT: c_int = 6;
+    pub const LONG: c_int = 7;
+    pub const ULONG: c_int = 8;
+    pub const LONGLONG: c_int = 9;
+    pub const ULONGLONG: c_int = 10;
+    pub const FLOAT: c_int = 11;
+    pub const DOUBLE: c_int = 12;
+    pub const CFLOAT: c_int = 14;
+    pub const CDOUBLE: c_int = 15;
+    pub const HALF: c_int = 23;
+}
+
+const LONG_IS_64: bool = std::mem::size_of::<c_long>() == 8;
+
+/// The dtype of a builtin NumPy type number (C `long` is 4 or 8 bytes per platform), `None`
+/// for the rest (long double, datetimes, objects, strings, structured, user types).
+fn builtin_dtype(type_num: c_int) -> Option<DType> {
+    Some(match type_num {
+        npy::BOOL => DType::BOOL,
+        npy::BYTE => DType::INT8,
+        npy::UBYTE => DType::UINT8,
+        npy::SHORT => DType::INT16,
+        npy::USHORT => DType::UINT16,
+        npy::INT => DType::INT32,
+        npy::UINT => DType::UINT32,
+        npy::LONG if LONG_IS_64 => DType::INT64,
+        npy::LONG => DType::INT32,
+        npy::ULONG if LONG_IS_64 => DType::UINT64,
+        npy::ULONG => DType::UINT32,
+        npy::LONGLONG => DType::INT64,
+        npy::ULONGLONG => DType::UINT64,
+        npy::HALF => DType::FLOAT16,
+        npy::FLOAT => DType::FLOAT32,
+        npy::DOUBLE => DType::FLOAT64,
+        npy::CFLOAT => DType::COMPLEX64,
+        npy::CDOUBLE => DType::COMPLEX128,
+        _ => return None,
+    })
+}
+
+/// The type number `numpy.from_dlpack` picks for `dtype` (NumPy's `NPY_INT32` / `NPY_INT64`
+/// are C `long` where it has that size).
+fn type_num_of(dtype: DType) -> Option<c_int> {
+    Some(match dtype {
+        DType::BOOL => npy::BOOL,
+        DType::INT8 => npy::BYTE,
+        DType::UINT8 => npy::UBYTE,
+        DType::INT16 => npy::SHORT,
+        DType::UINT16 => npy::USHORT,
+        DType::INT32 if !LONG_IS_64 => npy::LONG,
+        DType::INT32 => npy::INT,
+        DType::UINT32 if !LONG_IS_64 => npy::ULONG,
+        DType::UINT32 => npy::UINT,
+        DType::INT64 if LONG_IS_64 => npy::LONG,
+        DType::INT64 => npy::LONGLONG,
+        DType::UINT64 if LONG_IS_64 => npy::ULONG,
+        DType::UINT64 => npy::ULONGLONG,
+        DType::FLOAT16 => npy::HALF,
+        DType::FLOAT32 => npy::FLOAT,
+        DType::FLOAT64 => npy::DOUBLE,
+        DType::COMPLEX64 => npy::CFLOAT,
+        DType::COMPLEX128 => npy::CDOUBLE,
+        _ => return None,
+    })
+}
+
+/// A strong reference to an ndarray, released attached to the interpreter on whichever thread
+/// drops it (at once, not deferred to PyO3's pool); leaked on purpose after finalisation.
+struct HeldArray(Option<Py<PyAny>>);
+
+impl Drop for HeldArray {
+    fn drop(&mut self) {
+        let _ = Python::try_attach(|_| drop(self.0.take()));
+        std::mem::forget(self.0.take());
+    }
+}
