@@ -3,6 +3,7 @@
 
 mod arrow;
 mod exchange;
+mod pyarrow;
 mod tensor;
 mod types;
 

@@ -34,6 +34,9 @@ pub struct Protocols {
     pub array_interface: bool,
     /// `torch.Tensor` or a subclass (see [`crate::python::torch`]).
     pub torch_tensor: bool,
+    /// Exactly one of pyarrow's primitive numeric array classes (`pyarrow.lib.Int8Array` ...
+    /// `DoubleArray`), whose own `__dlpack__` import uses first (see `import.rs`).
+    pub pyarrow_primitive: bool,
 }
 
 /// One cached type; entries are leaked on purpose (they live as long as the process, like the
@@ -97,5 +100,33 @@ fn discover(ty: &Bound<'_, PyType>) -> PyResult<Protocols> {
         arrow_stream: ty.hasattr(intern!(py, "__arrow_c_stream__"))?,
         array_interface: ty.hasattr(intern!(py, "__array_interface__"))?,
         torch_tensor: torch::is_tensor_type(ty),
+        pyarrow_primitive: is_pyarrow_primitive(ty),
     })
+}
+
+/// pyarrow's array classes for integers and floats, in module `pyarrow.lib`; subclasses
+/// (`TimestampArray`, extension arrays...) are other types and do not count.
+const PYARROW_PRIMITIVE_ARRAYS: [&str; 11] = [
+    "Int8Array",
+    "Int16Array",
+    "Int32Array",
+    "Int64Array",
+    "UInt8Array",
+    "UInt16Array",
+    "UInt32Array",
+    "UInt64Array",
+    "HalfFloatArray",
+    "FloatArray",
+    "DoubleArray",
+];
+
+fn is_pyarrow_primitive(ty: &Bound<'_, PyType>) -> bool {
+    // A type without a usable `__module__` is simply not one of them.
+    let (Ok(module), Ok(name)) = (ty.module(), ty.qualname()) else {
+        return false;
+    };
+    module.to_cow().is_ok_and(|m| m == "pyarrow.lib")
+        && name
+            .to_cow()
+            .is_ok_and(|n| PYARROW_PRIMITIVE_ARRAYS.contains(&&*n))
 }
