@@ -303,22 +303,6 @@ def test_pa_array_nd_and_bool_keep_their_extension_types():
     assert b.type == pa.bool8()
 
 
-def test_pa_array_of_device_memory_goes_through_the_device_capsules():
-    from test_arrow import DeviceArrayProducer  # noqa: PLC0415
-
-    src = dlbridge.from_dlpack(np.arange(6, dtype=np.float32))
-    t = dlbridge.from_dlpack(DeviceArrayProducer(src, device_type=2, device_id=0))
-    assert t.device == "cuda:0"
-    try:
-        want = pa.Array._import_from_c_device_capsule(*t.__arrow_c_device_array__())
-    except Exception as e:  # a pyarrow built without CUDA does not know device type 2
-        with pytest.raises(type(e)):
-            pa.array(t)
-    else:
-        got = pa.array(t)
-        assert got.device_type == want.device_type and got.buffers()[1].address == src.data_ptr
-
-
 def test_pa_chunked_array_and_table_take_tensors():
     a = np.arange(4, dtype=np.int32)
     t = dlbridge.from_dlpack(a)
