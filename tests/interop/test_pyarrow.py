@@ -303,6 +303,37 @@ def test_pa_array_nd_and_bool_keep_their_extension_types():
     assert b.type == pa.bool8()
 
 
+_OLD_PYARROW = """
+import sys, types
+import numpy as np
+import pyarrow as real
+
+# pyarrow 14/15 as __arrow_array__ sees it: no Array.from_dlpack, no device-capsule import
+fake = types.ModuleType("pyarrow")
+fake.Array = type("Array", (), {"_import_from_c_capsule": real.Array._import_from_c_capsule})
+fake.DataType = real.DataType
+sys.modules["pyarrow"] = fake
+import dlbridge
+
+a = np.arange(6, dtype=np.float32)
+r = dlbridge.from_dlpack(a).__arrow_array__()  # looks pyarrow up, once
+sys.modules["pyarrow"] = real  # (real pyarrow imports its submodules lazily)
+assert r.type == real.float32() and r.buffers()[1].address == a.ctypes.data
+nd = dlbridge.from_dlpack(a.reshape(2, 3)).__arrow_array__(type=None)
+assert nd.type.shape == [3]
+assert dlbridge.from_dlpack(a).__arrow_array__(type=real.float64()).type == real.float64()
+print("ok")
+"""
+
+
+def test_arrow_array_with_a_pyarrow_without_dlpack_or_device_import():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _OLD_PYARROW], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
 def test_pa_chunked_array_and_table_take_tensors():
     a = np.arange(4, dtype=np.int32)
     t = dlbridge.from_dlpack(a)

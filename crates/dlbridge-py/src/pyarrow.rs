@@ -1,12 +1,13 @@
 //! `dlbridge.Tensor.__arrow_array__`: the protocol `pyarrow.array()` asks for before the
 //! Arrow PyCapsule interface.
 //!
-//! A 1-d, contiguous, aligned host tensor of a primitive numeric dtype goes through
+//! A 1-d, unit-stride, aligned host tensor of an integer or float dtype goes through
 //! `pyarrow.Array.from_dlpack` (zero-copy, READ_ONLY honoured; the fastest zero-copy
-//! constructor pyarrow has, well ahead of importing the PyCapsules). Everything else is
-//! built from the tensor's own `__arrow_c_device_array__` capsules by
-//! `pyarrow.Array._import_from_c_device_capsule`, exactly what `pyarrow.array()` did before this
-//! method existed (and without asking for `__arrow_array__` again).
+//! constructor pyarrow has, well ahead of importing the PyCapsules). Everything else is built
+//! from the tensor's own `__arrow_c_device_array__` capsules by
+//! `pyarrow.Array._import_from_c_device_capsule`, exactly what `pyarrow.array()` did before
+//! this method existed (and without asking for `__arrow_array__` again). pyarrow 14 and 15,
+//! which have neither, get `__arrow_c_array__`'s capsules, as their `pyarrow.array()` did.
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
@@ -20,12 +21,21 @@ use crate::tensor::PyTensor;
 
 /// The pyarrow objects `__arrow_array__` uses, looked up once.
 struct Pyarrow {
-    /// `pyarrow.Array.from_dlpack`
-    from_dlpack: Py<PyAny>,
-    /// `pyarrow.Array._import_from_c_device_capsule`
-    import_device_capsules: Py<PyAny>,
+    /// `pyarrow.Array.from_dlpack` (pyarrow 16 and later).
+    from_dlpack: Option<Py<PyAny>>,
+    /// How the capsules are imported.
+    import: CapsuleImport,
     /// `pyarrow.DataType`
     data_type: Py<PyAny>,
+}
+
+/// The capsule import `pyarrow.array()` itself would use.
+enum CapsuleImport {
+    /// `pyarrow.Array._import_from_c_device_capsule` with `__arrow_c_device_array__`'s capsules.
+    Device(Py<PyAny>),
+    /// `pyarrow.Array._import_from_c_capsule` with `__arrow_c_array__`'s capsules (pyarrow 14
+    /// and 15, which have no device import).
+    Host(Py<PyAny>),
 }
 
 static PYARROW: PyOnceLock<Pyarrow> = PyOnceLock::new();
@@ -34,9 +44,13 @@ fn pyarrow(py: Python<'_>) -> PyResult<&Pyarrow> {
     PYARROW.get_or_try_init(py, || {
         let pa = py.import("pyarrow")?;
         let array = pa.getattr("Array")?;
+        let import = match array.getattr_opt("_import_from_c_device_capsule")? {
+            Some(f) => CapsuleImport::Device(f.unbind()),
+            None => CapsuleImport::Host(array.getattr("_import_from_c_capsule")?.unbind()),
+        };
         Ok(Pyarrow {
-            from_dlpack: array.getattr("from_dlpack")?.unbind(),
-            import_device_capsules: array.getattr("_import_from_c_device_capsule")?.unbind(),
+            from_dlpack: array.getattr_opt("from_dlpack")?.map(Bound::unbind),
+            import,
             data_type: pa.getattr("DataType")?.unbind(),
         })
     })
@@ -84,14 +98,19 @@ impl PyTensor {
             }
         }
         let tensor = &slf.get().0;
-        let array = if dlpack_route(tensor) {
-            pa.from_dlpack.bind(py).call1((slf,))?
-        } else {
-            let schema = requested
-                .map(|ty| ty.call_method0(intern!(py, "__arrow_c_schema__")))
-                .transpose()?;
-            let capsules = arrow::export_array(py, tensor, schema.as_ref(), true)?;
-            pa.import_device_capsules.bind(py).call1(capsules)?
+        let array = match &pa.from_dlpack {
+            Some(from_dlpack) if dlpack_route(tensor) => from_dlpack.bind(py).call1((slf,))?,
+            _ => {
+                let schema = requested
+                    .map(|ty| ty.call_method0(intern!(py, "__arrow_c_schema__")))
+                    .transpose()?;
+                let (import, device) = match &pa.import {
+                    CapsuleImport::Device(f) => (f, true),
+                    CapsuleImport::Host(f) => (f, false),
+                };
+                let capsules = arrow::export_array(py, tensor, schema.as_ref(), device)?;
+                import.bind(py).call1(capsules)?
+            }
         };
         match requested {
             Some(ty) if !array.getattr(intern!(py, "type"))?.eq(ty)? => {
