@@ -88,7 +88,7 @@ def rows(size: str) -> list[Row]:
     return [
         Row("np.from_dlpack(dlbridge.from_dlpack(pa_array))",
             "pa_array.to_numpy(zero_copy_only=True)", size,
-            "Arrow -> NumPy: two hops (Arrow C interface in, DLPack out) against one"),
+            "Arrow -> NumPy: two hops (pyarrow's __dlpack__ in, ours out) against one"),
         Row("dlbridge.to_numpy(pa_array)", "pa_array.to_numpy(zero_copy_only=True)", size,
             "Arrow -> NumPy in one call, like the baseline", target=True),
         Row("dlbridge.from_dlpack(pa_array)", "pa_array.to_numpy(zero_copy_only=True)", size,

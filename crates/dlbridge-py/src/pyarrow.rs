@@ -58,8 +58,9 @@ fn pyarrow(py: Python<'_>) -> PyResult<&Pyarrow> {
 
 /// True when `pyarrow.Array.from_dlpack` takes the tensor as a primitive array without a
 /// copy and with the type the Arrow export would give it: 1-d with unit stride (pyarrow
-/// refuses any other stride, even of a single element), aligned, on the host CPU, and an integer or float dtype Arrow has a primitive type for (booleans are
-/// `arrow.bool8`, which DLPack import does not produce).
+/// refuses any other stride, even of a single element), aligned, on the host CPU, and an
+/// integer or float dtype (booleans export as `arrow.bool8`, which a DLPack import cannot
+/// produce).
 fn dlpack_route(tensor: &Tensor) -> bool {
     let dtype = tensor.dtype();
     let primitive = dtype.lanes() == 1
