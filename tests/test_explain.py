@@ -181,3 +181,13 @@ def test_describe_device_data():
     assert d["library"] == "dpnp" and d["device"] == "oneapi:0" and d["device_type"] == 14
     t = dlbridge.describe(dlbridge.Tensor(x))
     assert "__array_interface__" in t["errors"] and "__array_interface__" not in t["protocols"]
+
+
+def test_explain_names_the_pyarrow_routes():
+    pa = pytest.importorskip("pyarrow")
+    steps = " ".join(dlbridge.explain(pa.array([1.0, 2.0]), "numpy").steps)
+    assert "pyarrow's own __dlpack__" in steps
+    steps = " ".join(dlbridge.explain(pa.array([True]), "numpy").steps)
+    assert "Arrow C interface" in steps
+    steps = " ".join(dlbridge.explain(dlbridge.from_dlpack(np.arange(3.0)), "pyarrow").steps)
+    assert "__arrow_array__" in steps

@@ -182,6 +182,18 @@ class Tensor:
         (the schema and array of ``__arrow_c_device_array__``), then the end: ``get_next``
         gives a released array from then on. Never copies across devices. Unknown keywords
         are accepted only with the value None (NotImplementedError otherwise)."""
+
+    def __arrow_array__(self, type: Any = None) -> Any:
+        """A ``pyarrow.Array`` of the tensor (what ``pyarrow.array(tensor)`` returns).
+
+        Zero-copy wherever the Arrow export is; the array keeps the tensor's memory alive and
+        a read-only tensor gives immutable buffers. 1-d contiguous integer and float tensors
+        go through ``pyarrow.Array.from_dlpack`` (pyarrow's fastest zero-copy constructor),
+        everything else through ``__arrow_c_device_array__``. ``type`` (a
+        ``pyarrow.DataType``) is requested of the export, then the result is cast to it if it
+        differs (a safe cast, like ``pyarrow.array(numpy_array, type=...)``); anything else
+        is a TypeError.
+        """
     def __buffer__(self, flags: int, /) -> memoryview: ...
     def __len__(self) -> int: ...
 
@@ -191,7 +203,8 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
     Tries, in order: dlbridge Tensor, a raw DLPack capsule, the Arrow PyCapsule interface
     (``__arrow_c_device_array__``, ``__arrow_c_array__``, ``__arrow_c_device_stream__``,
     ``__arrow_c_stream__``; taken before
-    ``__dlpack__`` for objects that offer both, like pyarrow arrays), ``__dlpack__`` (versioned,
+    ``__dlpack__`` for objects that offer both, like pyarrow arrays, except pyarrow's integer
+    and float arrays, whose own ``__dlpack__`` is faster), ``__dlpack__`` (versioned,
     legacy fallback), the buffer protocol and ``__array_interface__``. Arrow imports are
     read-only and keep a ``fixed_shape_tensor``'s ``dim_names``; nulls are a BufferError (see
     :func:`from_arrow`); bit-packed booleans and several stream chunks need a copy (several

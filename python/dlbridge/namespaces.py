@@ -25,7 +25,7 @@ Measured peer facts this module encodes:
 - dpnp 0.20: arrays live on a SYCL device (``kDLOneAPI``); ``dpnp.from_dlpack`` of host data
   returns a *NumPy* array unless ``device=`` names a SYCL device (then it copies); it honours
   READ_ONLY; no bfloat16/float8.
-- pyarrow 26: arrays are immutable; ``pa.array(tensor)`` imports through ``__arrow_c_array__``
+- pyarrow 26: arrays are immutable; ``pa.array(tensor)`` asks ``Tensor.__arrow_array__``
   (1-D: a primitive array, N-D: ``arrow.fixed_shape_tensor``); no complex, bfloat16, float8,
   0-d.
 - array_api_strict 2.6: wraps NumPy (honours READ_ONLY), has no float16/bfloat16.

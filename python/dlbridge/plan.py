@@ -163,6 +163,14 @@ def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+#: pyarrow's integer and float array classes, which the import reads through their own
+#: ``__dlpack__`` (protocols.rs decides the same per type).
+_PYARROW_DLPACK = frozenset({
+    "Int8Array", "Int16Array", "Int32Array", "Int64Array", "UInt8Array", "UInt16Array",
+    "UInt32Array", "UInt64Array", "HalfFloatArray", "FloatArray", "DoubleArray",
+})
+
+
 def _via(x: Any) -> str:
     """Which protocol dlbridge's import takes for ``x`` (its documented order; by the type's
     attributes only: this names the path, it does not probe it)."""
@@ -171,6 +179,8 @@ def _via(x: Any) -> str:
     if is_capsule(x):
         return "its DLPack capsule"
     t = type(x)
+    if t.__module__ == "pyarrow.lib" and t.__name__ in _PYARROW_DLPACK:
+        return "pyarrow's own __dlpack__ (the Arrow C interface if it refuses, e.g. nulls)"
     for p in (
         "__arrow_c_device_array__",
         "__arrow_c_array__",
@@ -711,7 +721,7 @@ _IMPORT = {
     "torch": "torch.from_dlpack",
     "jax": "jax.numpy.from_dlpack",
     "dpnp": "dpnp.from_dlpack",
-    "pyarrow": "pyarrow.array (Arrow C interface)",
+    "pyarrow": "pyarrow.array (Tensor.__arrow_array__)",
     "array_api_strict": "array_api_strict.from_dlpack",
     "tvm_ffi": "tvm_ffi.from_dlpack",
     "tensorflow": "tf.experimental.dlpack.from_dlpack (legacy capsule)",

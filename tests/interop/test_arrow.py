@@ -14,6 +14,7 @@ Peer facts this file relies on (pyarrow 26, nanoarrow 0.9, arro3-core 0.9):
 from __future__ import annotations
 
 import ctypes
+import re
 import sys
 
 import numpy as np
@@ -423,6 +424,21 @@ def test_cuda_tagged_memory_is_a_cuda_tensor_without_host_access():  # C54
     assert (fields["device_type"], fields["device_id"]) == (2, 0)
     back = dlbridge.from_dlpack(DeviceArrayProducer(t))
     assert back.device == "cuda:0" and back.data_ptr == src.data_ptr
+
+
+def test_pa_array_of_device_memory_goes_through_the_device_capsules():
+    """Tensor.__arrow_array__ leaves device data to pyarrow's device-capsule import."""
+    src = dlbridge.from_dlpack(np.arange(6, dtype=np.float32))
+    t = dlbridge.from_dlpack(DeviceArrayProducer(src, device_type=2, device_id=0))
+    assert t.device == "cuda:0"
+    try:
+        want = pa.Array._import_from_c_device_capsule(*t.__arrow_c_device_array__())
+    except Exception as e:  # a pyarrow built without CUDA does not know device type 2
+        with pytest.raises(type(e), match=re.escape(str(e))):
+            pa.array(t)
+    else:
+        got = pa.array(t)
+        assert got.device_type == want.device_type and got.buffers()[1].address == src.data_ptr
 
 
 def test_sync_event_of_an_unknown_device_is_refused():

@@ -9,7 +9,13 @@ Peer facts (pyarrow 26, checked on this machine):
 - ``pa.Tensor.from_dlpack(x)`` calls ``__dlpack__(max_version=(1, 3), dl_device=None,
   copy=None)``, takes any non-negative strides, honours READ_ONLY (``is_mutable`` False), and
   refuses negative strides, bool and complex (``ArrowInvalid``).
-- ``pa.Array.from_dlpack(x)`` only takes 1-d contiguous tensors.
+- ``pa.Array.from_dlpack(x)`` only takes 1-d tensors of unit stride (not even one element of
+  another stride), honours READ_ONLY (immutable buffers) and refuses bool.
+- ``pa.array(obj, type=None)`` asks ``obj.__arrow_array__(type=type)`` before the PyCapsule
+  interface, refuses ``mask``/``size`` with it, and casts a result whose type differs; its own
+  cast after ``__arrow_c_device_array__`` is broken in pyarrow 26 (AttributeError).
+- ``pa.Array.__dlpack__`` of an empty array has a NULL data pointer (NumPy then ignores
+  READ_ONLY), so dlbridge imports empty pyarrow arrays through the Arrow interface.
 """
 
 from __future__ import annotations
@@ -177,3 +183,228 @@ def test_pyarrow_roundtrip_through_dlbridge():
     assert back.to_numpy().ctypes.data == _values_address(arr)
     back_arr = pa.Array.from_dlpack(t)
     assert back_arr.equals(arr)
+
+
+# --------------------------------------------------------------------------------------------
+# pyarrow.array(tensor): Tensor.__arrow_array__
+# --------------------------------------------------------------------------------------------
+# 1-d unit-stride integer/float tensors go through pa.Array.from_dlpack; everything else through
+# our __arrow_c_device_array__ capsules, as pa.array did before __arrow_array__ existed.
+ONE_D = {
+    "vector": lambda dt: make(dt, (10,)),
+    "offset": lambda dt: make(dt, (12,))[3:9],  # an interior pointer
+    "empty": lambda dt: make(dt, (0,)),
+    "strided": lambda dt: make(dt, (12,))[::3],  # exported as a copy
+    "one_strided": lambda dt: make(dt, (8,))[::8],  # one element, stride 8: zero-copy
+    "reversed": lambda dt: make(dt, (6,))[::-1],  # exported as a copy
+}
+
+
+@pytest.mark.parametrize("dtype", ARROW_PRIMITIVES)
+@pytest.mark.parametrize("name", sorted(ONE_D))
+def test_pa_array_of_1d_tensors_matches_pa_array_of_numpy(dtype, name):
+    a = ONE_D[name](dtype)
+    t = dlbridge.from_dlpack(a)
+    r = pa.array(t)
+    assert type(r) is type(pa.array(a)) and r.type == pa.array(a).type
+    assert r.null_count == 0 and len(r) == len(a)
+    assert_values_equal(r.to_numpy(zero_copy_only=False), a)
+    if len(a) and name not in ("strided", "reversed"):
+        assert _values_address(r) == a.ctypes.data  # zero-copy
+    assert r.equals(t.__arrow_array__())
+
+
+@pytest.mark.parametrize("readonly", [True, False])
+@pytest.mark.parametrize("make_a", [lambda: np.arange(8, dtype=np.float32),
+                                    lambda: np.arange(8, dtype=np.float32)[::2],
+                                    lambda: np.arange(8, dtype=np.int16).reshape(2, 4)],
+                         ids=["dlpack_route", "strided", "2d"])
+def test_pa_array_of_read_only_tensors_is_immutable(make_a, readonly):  # C12 C14
+    a = make_a()
+    a.flags.writeable = not readonly
+    r = pa.array(dlbridge.from_dlpack(a))
+    values = r.buffers()[-1]
+    if readonly:
+        assert not values.is_mutable
+        assert not np.asarray(values).flags.writeable
+    if a.ndim == 1:
+        assert not r.to_numpy(zero_copy_only=False).flags.writeable
+    else:
+        assert not r.to_numpy_ndarray().flags.writeable
+
+
+def test_pa_array_of_a_writable_tensor_is_like_pa_array_of_numpy():
+    a = np.arange(4, dtype=np.float64)
+    assert pa.array(dlbridge.from_dlpack(a)).buffers()[1].is_mutable == pa.array(a).buffers()[1].is_mutable
+
+
+@pytest.mark.parametrize("make_a", [lambda: np.arange(1000, dtype=np.int64),
+                                    lambda: np.arange(2000, dtype=np.int64)[::2],
+                                    lambda: np.arange(1000, dtype=np.int64).reshape(250, 4)],
+                         ids=["dlpack_route", "strided", "2d"])
+def test_pa_array_keeps_the_tensor_memory_alive(collect, make_a):
+    a = make_a()
+    want = a.ravel().copy()
+    t = dlbridge.from_dlpack(a)
+    r = pa.array(t)
+    del a, t
+    collect()
+    flat = r.to_numpy(zero_copy_only=False) if r.type == pa.int64() else r.storage.flatten().to_numpy()
+    np.testing.assert_array_equal(flat, want)
+
+
+@pytest.mark.parametrize("source, type_, expected", [
+    (np.arange(3, dtype=np.float32), pa.float64(), [0.0, 1.0, 2.0]),
+    (np.arange(3, dtype=np.float32), pa.int32(), [0, 1, 2]),
+    (np.arange(3, dtype=np.int64), pa.float16(), [0.0, 1.0, 2.0]),
+    (np.arange(3, dtype=np.int64)[::-1], pa.int8(), [2, 1, 0]),  # through the capsules
+    (np.array([True, False, True]), pa.bool_(), [True, False, True]),  # requested of the export
+])
+def test_pa_array_type_is_honoured(source, type_, expected):
+    t = dlbridge.from_dlpack(source)
+    for r in (pa.array(t, type=type_), t.__arrow_array__(type=type_)):
+        assert r.type == type_ and r.to_pylist() == expected
+
+
+def test_pa_array_type_equal_to_the_export_stays_zero_copy():
+    a = np.arange(5, dtype=np.uint16)
+    t = dlbridge.from_dlpack(a)
+    assert _values_address(t.__arrow_array__(type=pa.uint16())) == a.ctypes.data
+    b = np.array([True, False])
+    assert pa.array(dlbridge.from_dlpack(b), type=pa.int8()).buffers()[1].address == b.ctypes.data
+
+
+def test_pa_array_lossy_type_raises_like_numpy():
+    a = np.array([1.5, 2.0], dtype=np.float32)
+    with pytest.raises(pa.ArrowInvalid) as want:
+        pa.array(a, type=pa.int32())
+    with pytest.raises(pa.ArrowInvalid) as got:
+        pa.array(dlbridge.from_dlpack(a), type=pa.int32())
+    assert str(got.value) == str(want.value)
+
+
+def test_arrow_array_type_must_be_a_pyarrow_type():
+    t = dlbridge.from_dlpack(np.arange(3.0))
+    with pytest.raises(TypeError, match="pyarrow.DataType"):
+        t.__arrow_array__(type="float64")
+    assert t.__arrow_array__(type=None).type == pa.float64()
+
+
+def test_pa_array_mask_and_size_are_refused_not_ignored():
+    t = dlbridge.from_dlpack(np.arange(3.0))
+    with pytest.raises(ValueError, match="mask"):
+        pa.array(t, mask=np.array([False, True, False]))
+
+
+def test_pa_array_nd_and_bool_keep_their_extension_types():
+    nd = pa.array(dlbridge.from_dlpack(np.ones((2, 3, 4), np.float32)))
+    assert isinstance(nd, pa.FixedShapeTensorArray) and nd.type.shape == [3, 4]
+    b = pa.array(dlbridge.from_dlpack(np.array([True, False])))
+    assert b.type == pa.bool8()
+
+
+_OLD_PYARROW = """
+import sys, types
+import numpy as np
+import pyarrow as real
+
+# pyarrow 14/15 as __arrow_array__ sees it: no Array.from_dlpack, no device-capsule import
+fake = types.ModuleType("pyarrow")
+fake.Array = type("Array", (), {"_import_from_c_capsule": real.Array._import_from_c_capsule})
+fake.DataType = real.DataType
+sys.modules["pyarrow"] = fake
+import dlbridge
+
+a = np.arange(6, dtype=np.float32)
+r = dlbridge.from_dlpack(a).__arrow_array__()  # looks pyarrow up, once
+sys.modules["pyarrow"] = real  # (real pyarrow imports its submodules lazily)
+assert r.type == real.float32() and r.buffers()[1].address == a.ctypes.data
+nd = dlbridge.from_dlpack(a.reshape(2, 3)).__arrow_array__(type=None)
+assert nd.type.shape == [3]
+assert dlbridge.from_dlpack(a).__arrow_array__(type=real.float64()).type == real.float64()
+print("ok")
+"""
+
+
+def test_arrow_array_with_a_pyarrow_without_dlpack_or_device_import():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _OLD_PYARROW], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_pa_chunked_array_and_table_take_tensors():
+    a = np.arange(4, dtype=np.int32)
+    t = dlbridge.from_dlpack(a)
+    assert pa.chunked_array([t, t]).to_pylist() == a.tolist() * 2
+    table = pa.table({"x": t})
+    assert table.column("x").chunk(0).buffers()[1].address == a.ctypes.data
+
+
+# --------------------------------------------------------------------------------------------
+# pyarrow's integer and float arrays import through their own __dlpack__ (import.rs)
+# --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ARROW_PRIMITIVES)
+def test_pyarrow_primitive_import_copy_policies(dtype):
+    arr = pa.array(make(dtype, (8,))).slice(2, 5)
+    ref = arr.to_numpy(zero_copy_only=True)
+    same = dlbridge.from_dlpack(arr, copy=False)
+    assert same.readonly and not same.is_copied and same.data_ptr == _values_address(arr)
+    copied = dlbridge.from_dlpack(arr, copy=True)
+    assert copied.is_copied and not copied.readonly and copied.data_ptr != same.data_ptr
+    assert_values_equal(np.from_dlpack(copied), ref)
+    assert dlbridge.from_dlpack(arr, device="cpu").data_ptr == same.data_ptr
+
+
+def test_pyarrow_float16_imports_bit_exact():
+    bits = np.array([0x0000, 0x3C00, 0x7BFF, 0xFC00, 0x7E00, 0x0001], dtype=np.uint16)
+    arr = pa.array(bits.view(np.float16))
+    t = dlbridge.from_dlpack(arr)
+    assert t.dtype == "float16" and t.data_ptr == _values_address(arr)
+    np.testing.assert_array_equal(np.from_dlpack(t).view(np.uint16), bits)
+
+
+@pytest.mark.parametrize("make_arr", [
+    lambda: pa.array([1.0, None, 3.0]),
+    lambda: pa.array([1, None], type=pa.int8()).slice(1),
+    lambda: pa.chunked_array([pa.array([1.0, None])]),
+], ids=["nulls", "null_slice", "chunked_nulls"])
+def test_pyarrow_refusal_falls_back_to_our_null_error(make_arr):  # C52
+    with pytest.raises(BufferError, match="fill_null"):
+        dlbridge.from_dlpack(make_arr())
+
+
+@pytest.mark.parametrize("make_arr, want", [
+    (lambda: pa.array([True, False, True]), [True, False, True]),  # BooleanArray: Arrow path
+    (lambda: pa.array(np.array([True, False], dtype=bool), type=pa.bool8()), [True, False]),
+    (lambda: pa.array([[1, 2], [3, 4]], type=pa.list_(pa.int32(), 2)), [[1, 2], [3, 4]]),
+    (lambda: pa.array([1, 2, 1]).dictionary_encode(), None),  # refused as before
+    (lambda: pa.array([1, 2], type=pa.timestamp("s")), None),  # refused as before
+])
+def test_other_pyarrow_arrays_keep_the_arrow_path(make_arr, want):
+    arr = make_arr()
+    if want is None:
+        with pytest.raises((BufferError, TypeError)):
+            dlbridge.from_dlpack(arr)
+    else:
+        assert dlbridge.from_dlpack(arr).tolist() == want
+
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint32", "float16", "float64"])
+def test_both_fast_paths_agree_with_nanoarrow_and_arro3(dtype):
+    """tensor -> pa.array (from_dlpack route) -> nanoarrow / arro3 -> dlbridge: one pointer
+    all along, and the same read-only tensor as the direct pyarrow import."""
+    na = pytest.importorskip("nanoarrow")
+    ac = pytest.importorskip("arro3.core")
+    a = make(dtype, (9,))[1:]
+    r = pa.array(dlbridge.from_dlpack(a))
+    direct = dlbridge.from_dlpack(r)
+    assert direct.data_ptr == a.ctypes.data and direct.readonly
+    c = na.c_array(r)
+    assert c.length == 8 and c.buffers[1] == a.ctypes.data
+    for peer in (c, na.Array(r), ac.Array.from_arrow(r)):
+        t = dlbridge.from_dlpack(peer)
+        assert (t.dtype, t.shape, t.data_ptr, t.readonly) == (dtype, (8,), a.ctypes.data, True)
+        assert_values_equal(np.from_dlpack(t), a)

@@ -5,13 +5,13 @@ mod arrow;
 mod exchange;
 mod fastcall;
 mod numpy;
+mod pyarrow;
 mod tensor;
 mod types;
 
 use pyo3::prelude::*;
 
-use dlbridge::python::{import, protocols};
-use dlbridge::Device;
+use dlbridge::python::import;
 
 use crate::tensor::{import_object, PyTensor};
 use crate::types::{parse_device, PyDType, PyDevice};
@@ -68,10 +68,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDevice>()?;
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(copyto, m)?)?;
-<<<<<<< HEAD
     m.add_function(wrap_pyfunction!(arrow::from_arrow, m)?)?;
-=======
     m.add_function(wrap_pyfunction!(numpy::to_numpy, m)?)?;
->>>>>>> wip-numpy
     Ok(())
 }

@@ -8,7 +8,7 @@ use pyo3::types::{PyBool, PyDict};
 use dlbridge::python::{capsule, import, numpy_api::Api};
 use dlbridge::Device;
 
-use crate::tensor::{new_tensor, PyTensor};
+use crate::tensor::PyTensor;
 
 /// A host NumPy array with the values of ``x``, from any library on any device.
 ///
@@ -66,9 +66,9 @@ fn native<'py>(
         return None;
     }
     let base = match (import::apply_policy(&tensor, None, copy).ok()?, given) {
-        (Some(copied), _) => new_tensor(py, copied).ok()?,
+        (Some(copied), _) => Bound::new(py, PyTensor(copied, None)).ok()?,
         (None, Some(t)) => t.clone(),
-        (None, None) => new_tensor(py, tensor).ok()?,
+        (None, None) => Bound::new(py, PyTensor(tensor, None)).ok()?,
     };
     let owner = base.clone().into_any();
     api.to_ndarray(&base.get().0, owner).ok()?

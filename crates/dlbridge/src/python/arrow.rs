@@ -428,12 +428,7 @@ impl Drop for Attached {
 
 /// Import `obj` through `protocol` (read-only, zero-copy where the bytes allow; see
 /// [`crate::arrow`]). `copy=Some(false)` refuses the copies bit-packed booleans and several
-/// stream chunks need. Nulls are refused.
-pub fn import(obj: &Bound<'_, PyAny>, protocol: Protocol, copy: Option<bool>) -> PyResult<Tensor> {
-    Ok(import_with(obj, protocol, copy, Nulls::Refuse)?.values)
-}
-
-/// [`import`] with a choice of what to do with nulls; also returns the validity and the
+/// stream chunks need. `nulls` says what to do with nulls; also returns the validity and the
 /// dimension names (see [`convert::import_arrow`]).
 pub fn import_with(
     obj: &Bound<'_, PyAny>,

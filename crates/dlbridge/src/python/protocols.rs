@@ -39,6 +39,9 @@ pub struct Protocols {
     /// Exactly `numpy.ndarray` (not a subclass): NumPy's C-API table, read directly (see
     /// [`crate::python::numpy_api`]).
     pub numpy_ndarray: Option<numpy_api::Api>,
+    /// Exactly one of pyarrow's primitive numeric array classes (`pyarrow.lib.Int8Array` ...
+    /// `DoubleArray`), whose own `__dlpack__` import uses first (see `import.rs`).
+    pub pyarrow_primitive: bool,
 }
 
 /// One cached type; entries are leaked on purpose (they live as long as the process, like the
@@ -104,5 +107,33 @@ fn discover(ty: &Bound<'_, PyType>) -> PyResult<Protocols> {
         array_interface: ty.hasattr(intern!(py, "__array_interface__"))?,
         torch_tensor: torch::is_tensor_type(ty),
         numpy_ndarray: numpy_api::Api::for_exact_ndarray(ty),
+        pyarrow_primitive: is_pyarrow_primitive(ty),
     })
+}
+
+/// pyarrow's array classes for integers and floats, in module `pyarrow.lib`; subclasses
+/// (`TimestampArray`, extension arrays...) are other types and do not count.
+const PYARROW_PRIMITIVE_ARRAYS: [&str; 11] = [
+    "Int8Array",
+    "Int16Array",
+    "Int32Array",
+    "Int64Array",
+    "UInt8Array",
+    "UInt16Array",
+    "UInt32Array",
+    "UInt64Array",
+    "HalfFloatArray",
+    "FloatArray",
+    "DoubleArray",
+];
+
+fn is_pyarrow_primitive(ty: &Bound<'_, PyType>) -> bool {
+    // A type without a usable `__module__` is simply not one of them.
+    let (Ok(module), Ok(name)) = (ty.module(), ty.qualname()) else {
+        return false;
+    };
+    module.to_cow().is_ok_and(|m| m == "pyarrow.lib")
+        && name
+            .to_cow()
+            .is_ok_and(|n| PYARROW_PRIMITIVE_ARRAYS.contains(&&*n))
 }
