@@ -15,9 +15,12 @@ impl<const N: usize> Dims<N> {
     pub(crate) fn new(shape: &[i64], strides: &[i64]) -> Self {
         let len = shape.len() + strides.len();
         if len <= N {
+            // An element loop, not copy_from_slice: for these few values a memcpy call costs
+            // more than the copy (this runs on every import and export).
             let mut values = [0; N];
-            values[..shape.len()].copy_from_slice(shape);
-            values[shape.len()..len].copy_from_slice(strides);
+            for (v, x) in values.iter_mut().zip(shape.iter().chain(strides)) {
+                *v = *x;
+            }
             Dims::Inline(len as u8, values)
         } else {
             Dims::Heap(shape.iter().chain(strides).copied().collect())
