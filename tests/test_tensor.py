@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -45,6 +47,39 @@ def test_from_dlpack_keywords_only():
         dlbridge.from_dlpack(a, None)  # device is keyword-only
     with pytest.raises(TypeError):
         dlbridge.from_dlpack(x=a)  # x is positional-only
+
+
+# from_dlpack is a raw fastcall function matching keyword names by identity first, and
+# remembering a call site's tuple of keyword names: every way of passing them must agree.
+def test_from_dlpack_signature_is_introspectable():
+    sig = inspect.signature(dlbridge.from_dlpack)
+    assert str(sig) == "(x, /, *, device=None, copy=None)"
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"copy": "yes"}, TypeError),
+        ({"copy": 1}, TypeError),
+        ({"device": "nowhere"}, ValueError),
+        ({"devices": "cpu"}, TypeError),
+    ],
+)
+def test_from_dlpack_bad_keywords(kwargs, error):
+    with pytest.raises(error):
+        dlbridge.from_dlpack(make("float32", (2,)), **kwargs)
+
+
+def test_from_dlpack_keyword_names_not_interned_and_in_any_order():
+    a = make("float32", (3,))
+    names = {"".join(["dev", "ice"]): "cpu", "".join(["co", "py"]): True}  # equal, not identical
+    t = dlbridge.from_dlpack(a, **names)
+    assert t.is_copied and t.data_ptr != a.ctypes.data
+    t = dlbridge.from_dlpack(a, copy=False, device=None)
+    assert t.data_ptr == a.ctypes.data
+    t = dlbridge.from_dlpack(a, device=None, copy=None)
+    assert t.data_ptr == a.ctypes.data
+    assert dlbridge.from_dlpack(a, copy=np.True_).is_copied
 
 
 # --------------------------------------------------------------------------------------------

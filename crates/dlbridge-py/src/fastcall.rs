@@ -1,11 +1,13 @@
-//! `Tensor.__dlpack__` as a raw `METH_FASTCALL | METH_KEYWORDS` method.
+//! `Tensor.__dlpack__` and `dlbridge.from_dlpack` as raw `METH_FASTCALL | METH_KEYWORDS`
+//! callables.
 //!
-//! `__dlpack__` runs on every exchange, and pyo3's generic argument extraction (each keyword
-//! name decoded to UTF-8 and searched as a string, then generic tuple extraction) cost as much
-//! as the export itself. Here keyword names are matched by identity against interned strings
-//! (the names callers pass are interned: NumPy's, torch's and CPython's own call sites), with
-//! an equality fallback for the rare caller whose names are not. The method is installed on the
-//! type when the module is initialised; its behaviour is [`PyTensor::dlpack`]'s.
+//! Both run on every exchange, and pyo3's generic argument extraction (each keyword name
+//! decoded to UTF-8 and searched as a string, then generic tuple extraction) cost as much as
+//! the export itself. Here keyword names are matched by identity against interned strings (the
+//! names callers pass are interned: NumPy's, torch's and CPython's own call sites), with an
+//! equality fallback for the rare caller whose names are not, and a call site's constant tuple
+//! of keyword names is matched once. The callables are installed when the module is
+//! initialised; their behaviour is [`PyTensor::dlpack`]'s and [`crate::from_dlpack`]'s.
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
@@ -16,9 +18,10 @@ use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyString, PyTuple, PyType};
+use pyo3::types::{PyModule, PyString, PyTuple};
 
 use crate::tensor::PyTensor;
+use crate::types::parse_device;
 
 const NAME: &CStr = c"__dlpack__";
 const DOC: &CStr =
@@ -27,15 +30,113 @@ const DOC: &CStr =
 
 Export as a DLPack capsule (versioned when max_version allows, else legacy).";
 
+const FROM_DLPACK_NAME: &CStr = c"from_dlpack";
+const FROM_DLPACK_DOC: &CStr = c"from_dlpack(x, /, *, device=None, copy=None)
+--
+
+Import any array-like as a Tensor, zero-copy when possible (see dlbridge.from_dlpack).";
+
 /// `PY_VECTORCALL_ARGUMENTS_OFFSET`, the flag bit a caller may set in the argument count
 /// (not in the 3.11 limited-API headers).
 const ARGUMENTS_OFFSET: usize = 1 << (usize::BITS - 1);
 
-/// The keyword names, interned, in the order of [`PyTensor::dlpack`]'s parameters.
-static KEYWORDS: PyOnceLock<[Py<PyString>; 4]> = PyOnceLock::new();
+/// `__dlpack__`'s keywords, in the order of [`PyTensor::dlpack`]'s parameters.
+static DLPACK_KEYWORDS: Keywords<4> =
+    Keywords::new("__dlpack__", ["stream", "max_version", "dl_device", "copy"]);
 
-/// Keyword-name tuples seen before and their [`keyword_slots`].
-static KWNAMES_SEEN: IdentityCache = IdentityCache::new();
+/// `from_dlpack`'s keywords.
+static FROM_DLPACK_KEYWORDS: Keywords<2> = Keywords::new("from_dlpack", ["device", "copy"]);
+
+/// The keyword-only parameters of a function, matched to a call's keyword names.
+struct Keywords<const K: usize> {
+    function: &'static str,
+    names: [&'static str; K],
+    interned: PyOnceLock<[Py<PyString>; K]>,
+    /// Keyword-name tuples seen before and their [`Keywords::slots`].
+    seen: IdentityCache,
+}
+
+impl<const K: usize> Keywords<K> {
+    const fn new(function: &'static str, names: [&'static str; K]) -> Self {
+        Self {
+            function,
+            names,
+            interned: PyOnceLock::new(),
+            seen: IdentityCache::new(),
+        }
+    }
+
+    /// The value of each parameter (`None` when not passed, or passed as `None`).
+    ///
+    /// # Safety
+    /// `kwnames` is NULL or a live tuple of str, and `values` points at one live value per
+    /// keyword name (the calling convention's layout after the positionals).
+    unsafe fn values<'a, 'py>(
+        &self,
+        py: Python<'py>,
+        values: *const *mut ffi::PyObject,
+        kwnames: *mut ffi::PyObject,
+    ) -> PyResult<[Option<Borrowed<'a, 'py, PyAny>>; K]> {
+        let mut found = [None; K];
+        // SAFETY: caller's contract.
+        let Some(kwnames) = (unsafe { Borrowed::from_ptr_or_opt(py, kwnames) }) else {
+            return Ok(found);
+        };
+        let slots = match self.seen.get(kwnames.as_ptr()) {
+            Some(packed) => packed,
+            None => {
+                let kwnames = kwnames.cast::<PyTuple>()?;
+                let packed = self.slots(&kwnames)?;
+                self.seen.insert(&kwnames, packed);
+                packed
+            }
+        };
+        for i in 0..(slots >> 56) as usize {
+            let slot = ((slots >> (8 * i)) & 0xff) as usize;
+            // SAFETY: caller's contract: the i-th keyword's value.
+            let value = unsafe { Borrowed::from_ptr(py, *values.add(i)) };
+            found[slot] = Some(value).filter(|v| !v.is_none());
+        }
+        Ok(found)
+    }
+
+    /// For each keyword name of a call, the parameter it sets, packed one byte per keyword
+    /// with the keyword count in the top byte. Names are matched by identity with our interned
+    /// names first, by equality otherwise.
+    fn slots(&self, kwnames: &Borrowed<'_, '_, PyTuple>) -> PyResult<u64> {
+        let py = kwnames.py();
+        let interned = self
+            .interned
+            .get_or_init(py, || self.names.map(|n| PyString::intern(py, n).unbind()));
+        let mut packed = (kwnames.len() as u64) << 56;
+        for (i, name) in kwnames.iter_borrowed().enumerate() {
+            let mut slot = interned.iter().position(|n| n.as_ptr() == name.as_ptr());
+            if slot.is_none() {
+                for (j, n) in interned.iter().enumerate() {
+                    if n.bind(py).as_any().eq(name)? {
+                        slot = Some(j);
+                    }
+                }
+            }
+            let Some(slot) = slot else {
+                return Err(PyTypeError::new_err(format!(
+                    "{}() got an unexpected keyword argument {}",
+                    self.function,
+                    name.repr()?
+                )));
+            };
+            if i >= K || (0..i).any(|k| (packed >> (8 * k)) & 0xff == slot as u64) {
+                return Err(PyTypeError::new_err(format!(
+                    "{}() got multiple values for argument {}",
+                    self.function,
+                    name.repr()?
+                )));
+            }
+            packed |= (slot as u64) << (8 * i);
+        }
+        Ok(packed)
+    }
+}
 
 /// `max_version` tuples seen before and their value, `major << 32 | minor`.
 static MAX_VERSIONS_SEEN: IdentityCache = IdentityCache::new();
@@ -92,27 +193,47 @@ impl IdentityCache {
     }
 }
 
-/// Install `__dlpack__` on the Tensor type.
-pub fn install(ty: &Bound<'_, PyType>) -> PyResult<()> {
-    let def: &'static mut ffi::PyMethodDef = Box::leak(Box::new(ffi::PyMethodDef {
-        ml_name: NAME.as_ptr(),
+/// A method definition for the rest of the process (callables keep the pointer).
+fn definition(
+    name: &'static CStr,
+    doc: &'static CStr,
+    function: ffi::PyCFunctionFastWithKeywords,
+) -> &'static mut ffi::PyMethodDef {
+    Box::leak(Box::new(ffi::PyMethodDef {
+        ml_name: name.as_ptr(),
         ml_meth: ffi::PyMethodDefPointer {
-            PyCFunctionFastWithKeywords: DLPACK_FASTCALL,
+            PyCFunctionFastWithKeywords: function,
         },
         ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
-        ml_doc: DOC.as_ptr(),
-    }));
-    let py = ty.py();
+        ml_doc: doc.as_ptr(),
+    }))
+}
+
+/// Install `Tensor.__dlpack__` and `from_dlpack` in the module `m`.
+pub fn install(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    let ty = py.get_type::<PyTensor>();
+    let def = definition(NAME, DOC, DLPACK_FASTCALL);
     // SAFETY: `ty` is a live type object and `def` a method definition that lives for the rest
-    // of the process (leaked), as method descriptors keep the pointer; the result is a new
-    // reference or NULL with an exception set.
+    // of the process; the result is a new reference or NULL with an exception set.
     let descr = unsafe {
         Bound::from_owned_ptr_or_err(
             py,
             ffi::PyDescr_NewMethod(ty.as_ptr().cast::<ffi::PyTypeObject>(), def),
         )?
     };
-    ty.setattr(intern!(py, "__dlpack__"), descr)
+    ty.setattr(intern!(py, "__dlpack__"), descr)?;
+    let def = definition(FROM_DLPACK_NAME, FROM_DLPACK_DOC, FROM_DLPACK_FASTCALL);
+    // SAFETY: `def` lives for the rest of the process; `m` is a live module, passed as the
+    // function's `self` and `__module__`; the result is a new reference or NULL with an
+    // exception set.
+    let function = unsafe {
+        Bound::from_owned_ptr_or_err(
+            py,
+            ffi::PyCFunction_NewEx(def, m.as_ptr(), m.name()?.as_ptr()),
+        )?
+    };
+    m.add("from_dlpack", function)
 }
 
 /// The C entry point, made by pyo3's own trampoline (the one its `#[pymethods]` use, public
@@ -143,6 +264,43 @@ unsafe fn dlpack_entry(
     unsafe { parse_and_export(py, slf, args, nargs, kwnames) }.map(Bound::into_ptr)
 }
 
+/// `from_dlpack`'s C entry point (see [`DLPACK_FASTCALL`]).
+const FROM_DLPACK_FASTCALL: ffi::PyCFunctionFastWithKeywords = pyo3::impl_::trampoline::get_trampoline_function!(
+    fastcall_cfunction_with_keywords,
+    from_dlpack_entry
+);
+
+/// `from_dlpack(x, /, *, device=None, copy=None)`.
+///
+/// # Safety
+/// Called only by CPython through the function object, with the METH_FASTCALL |
+/// METH_KEYWORDS convention.
+unsafe fn from_dlpack_entry(
+    py: Python<'_>,
+    _module: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> PyResult<*mut ffi::PyObject> {
+    let nargs = nargsf as usize & !ARGUMENTS_OFFSET;
+    if nargs != 1 {
+        return Err(PyTypeError::new_err(format!(
+            "from_dlpack() takes exactly one positional argument, the array ({nargs} given)"
+        )));
+    }
+    // SAFETY: the calling convention: one positional value, then one value per keyword name,
+    // all alive for the call.
+    let (x, [device, copy]) = unsafe {
+        (
+            Borrowed::from_ptr(py, *args),
+            FROM_DLPACK_KEYWORDS.values(py, args.wrapping_add(1), kwnames)?,
+        )
+    };
+    let device = device.map(|d| parse_device(&d)).transpose()?;
+    let copy = copy.map(|c| parse_copy(&c)).transpose()?;
+    crate::from_dlpack(&x, device, copy).map(Bound::into_ptr)
+}
+
 /// Match the keywords and export.
 ///
 /// # Safety
@@ -163,25 +321,9 @@ unsafe fn parse_and_export<'py>(
             "__dlpack__() takes no positional arguments ({nargs} given): stream, max_version, dl_device and copy are keyword-only"
         )));
     }
-    let mut found: [Option<Borrowed<'_, 'py, PyAny>>; 4] = [None; 4];
-    // SAFETY: caller's contract.
-    if let Some(kwnames) = unsafe { Borrowed::from_ptr_or_opt(py, kwnames) } {
-        let slots = match KWNAMES_SEEN.get(kwnames.as_ptr()) {
-            Some(packed) => packed,
-            None => {
-                let kwnames = kwnames.cast::<PyTuple>()?;
-                let packed = keyword_slots(&kwnames)?;
-                KWNAMES_SEEN.insert(&kwnames, packed);
-                packed
-            }
-        };
-        for i in 0..(slots >> 56) as usize {
-            let slot = ((slots >> (8 * i)) & 0xff) as usize;
-            // SAFETY: caller's contract: the i-th keyword's value follows the positionals.
-            found[slot] = Some(unsafe { Borrowed::from_ptr(py, *args.add(nargs + i)) });
-        }
-    }
-    let [stream, max_version, dl_device, copy] = found.map(|v| v.filter(|v| !v.is_none()));
+    // SAFETY: caller's contract: the keyword values follow the `nargs` positionals.
+    let [stream, max_version, dl_device, copy] =
+        unsafe { DLPACK_KEYWORDS.values(py, args.wrapping_add(nargs), kwnames) }?;
     let copy = copy.map(|c| parse_copy(&c)).transpose()?;
     let max_version = max_version.map(|v| cached_max_version(&v)).transpose()?;
     tensor.get().dlpack(
@@ -191,47 +333,6 @@ unsafe fn parse_and_export<'py>(
         dl_device.as_deref(),
         copy,
     )
-}
-
-/// For each keyword name of a call, the parameter it sets (0 stream, 1 max_version,
-/// 2 dl_device, 3 copy), packed one byte per keyword with the keyword count in the top byte.
-/// Names are matched by identity with our interned names first, by equality otherwise.
-fn keyword_slots(kwnames: &Borrowed<'_, '_, PyTuple>) -> PyResult<u64> {
-    let py = kwnames.py();
-    let names = KEYWORDS.get_or_try_init(py, || {
-        let name = |s: &str| PyString::intern(py, s).unbind();
-        PyResult::Ok([
-            name("stream"),
-            name("max_version"),
-            name("dl_device"),
-            name("copy"),
-        ])
-    })?;
-    let mut packed = (kwnames.len() as u64) << 56;
-    for (i, name) in kwnames.iter_borrowed().enumerate() {
-        let mut slot = names.iter().position(|n| n.as_ptr() == name.as_ptr());
-        if slot.is_none() {
-            for (j, n) in names.iter().enumerate() {
-                if n.bind(py).as_any().eq(name)? {
-                    slot = Some(j);
-                }
-            }
-        }
-        let Some(slot) = slot else {
-            return Err(PyTypeError::new_err(format!(
-                "__dlpack__() got an unexpected keyword argument {}",
-                name.repr()?
-            )));
-        };
-        if i >= 4 || (0..i).any(|k| (packed >> (8 * k)) & 0xff == slot as u64) {
-            return Err(PyTypeError::new_err(format!(
-                "__dlpack__() got multiple values for argument {}",
-                name.repr()?
-            )));
-        }
-        packed |= (slot as u64) << (8 * i);
-    }
-    Ok(packed)
 }
 
 /// [`parse_max_version`], remembered for exact tuples (callers pass constant ones).

@@ -12,22 +12,18 @@ mod types;
 use pyo3::prelude::*;
 
 use dlbridge::python::import;
+use dlbridge::Device;
 
 use crate::tensor::{import_object, PyTensor};
-use crate::types::{parse_device, PyDType, PyDevice};
+use crate::types::{PyDType, PyDevice};
 
-/// Import any array-like as a Tensor, zero-copy when possible.
-#[pyfunction]
-#[pyo3(signature = (x, /, *, device=None, copy=None))]
+/// `dlbridge.from_dlpack`: import any array-like as a Tensor, zero-copy when possible
+/// (installed as a raw fastcall function by [`fastcall`]).
 fn from_dlpack<'py>(
     x: &Bound<'py, PyAny>,
-    device: Option<&Bound<'py, PyAny>>,
+    device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    let device = device
-        .filter(|d| !d.is_none())
-        .map(parse_device)
-        .transpose()?;
     if let Ok(t) = x.cast::<PyTensor>() {
         return match import::apply_policy(&t.get().0, device, copy)? {
             None => Ok(t.clone()),
@@ -63,10 +59,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ),
     )?;
     m.add_class::<PyTensor>()?;
-    fastcall::install(&m.py().get_type::<PyTensor>())?;
+    fastcall::install(m)?;
     m.add_class::<PyDType>()?;
     m.add_class::<PyDevice>()?;
-    m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(copyto, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::from_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(numpy::to_numpy, m)?)?;

@@ -56,44 +56,51 @@ impl Layout {
                 shape.len()
             )));
         }
-        if let Some((i, n)) = shape.iter().enumerate().find(|(_, n)| **n < 0) {
+        if let Some(s) = strides.filter(|s| s.len() != shape.len()) {
             return Err(invalid(format!(
-                "negative extent {n} in dimension {i} of shape {shape:?}"
+                "{} strides for {} dimensions",
+                s.len(),
+                shape.len()
             )));
         }
-        // Dense strides must exist even for zero-size layouts (copies and exports use them):
-        // the product of the extents, zeros counted as ones, must fit (no allocation here).
-        if shape
-            .iter()
-            .try_fold(1i64, |acc, &n| acc.checked_mul(n.max(1)))
-            .is_none()
-        {
-            return Err(invalid(format!("shape {shape:?} overflows")));
-        }
-        let owned_c;
-        let strides = match strides {
-            Some(s) if s.len() != shape.len() => {
-                return Err(invalid(format!(
-                    "{} strides for {} dimensions",
-                    s.len(),
-                    shape.len()
-                )))
-            }
-            Some(s) => s,
-            None => {
-                owned_c = c_strides(shape)
-                    .ok_or_else(|| invalid(format!("shape {shape:?} overflows")))?;
-                &owned_c
-            }
-        };
+        // One pass over the extents: no negative extent, and the dense strides must exist even
+        // for zero-size layouts (copies and exports use them), so the product of the extents,
+        // zeros counted as ones, must fit. The element count is at most that product.
+        let mut dense: i64 = 1;
         let mut size: i64 = 1;
-        for &n in shape {
-            size = size.checked_mul(n).ok_or_else(|| {
-                invalid(format!("the element count of shape {shape:?} overflows"))
-            })?;
+        for (i, &n) in shape.iter().enumerate() {
+            if n < 0 {
+                return Err(invalid(format!(
+                    "negative extent {n} in dimension {i} of shape {shape:?}"
+                )));
+            }
+            dense = dense
+                .checked_mul(n.max(1))
+                .ok_or_else(|| invalid(format!("shape {shape:?} overflows")))?;
+            size *= n;
         }
-        let (mut lo, mut hi) = (0i64, 0i64);
+        let size =
+            usize::try_from(size).map_err(|_| invalid(format!("shape {shape:?} too large")))?;
+        let Some(strides) = strides else {
+            // C-contiguous: the elements span exactly `size` items.
+            if size
+                .checked_mul(itemsize.max(1))
+                .is_none_or(|b| b > isize::MAX as usize)
+            {
+                return Err(invalid(format!(
+                    "shape {shape:?} spans more memory than can exist"
+                )));
+            }
+            let strides = c_strides(shape).expect("the dense product fits");
+            return Ok(Self {
+                dims: Dims::new(shape, &strides),
+                size,
+            });
+        };
         if size > 0 {
+            // Every element address must fit: the span from the lowest to the highest
+            // reachable element, in bytes, within isize::MAX.
+            let (mut lo, mut hi) = (0i64, 0i64);
             for (&n, &s) in shape.iter().zip(strides) {
                 let reach = (n - 1)
                     .checked_mul(s)
@@ -103,12 +110,10 @@ impl Layout {
                     .checked_add(reach)
                     .ok_or_else(|| invalid(format!("strides {strides:?} overflow")))?;
             }
-            let span_elems = hi
+            let span_bytes = hi
                 .checked_sub(lo)
                 .and_then(|d| d.checked_add(1))
-                .ok_or_else(|| invalid(format!("strides {strides:?} overflow")))?;
-            let span_bytes = usize::try_from(span_elems)
-                .ok()
+                .and_then(|e| usize::try_from(e).ok())
                 .and_then(|e| e.checked_mul(itemsize.max(1)))
                 .filter(|b| *b <= isize::MAX as usize);
             if span_bytes.is_none() {
@@ -117,10 +122,10 @@ impl Layout {
                 )));
             }
         }
-        let size =
-            usize::try_from(size).map_err(|_| invalid(format!("shape {shape:?} too large")))?;
-        let dims = Dims::new(shape, strides);
-        Ok(Self { dims, size })
+        Ok(Self {
+            dims: Dims::new(shape, strides),
+            size,
+        })
     }
 
     /// A C-contiguous layout for `shape`.

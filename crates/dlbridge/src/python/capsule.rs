@@ -94,32 +94,34 @@ unsafe extern "C" fn destroy_legacy(capsule: *mut ffi::PyObject) {
 
 /// The flavour of a fresh DLPack capsule: `(fresh name, used name, versioned)`.
 fn flavor(obj: &Bound<'_, PyAny>) -> PyResult<(&'static CStr, &'static CStr, bool)> {
-    let valid = |name: &CStr| {
-        // SAFETY: PyCapsule_IsValid checks the type, the exact name and a non-NULL pointer of a
-        // live object, and never sets an exception.
-        unsafe { ffi::PyCapsule_IsValid(obj.as_ptr(), name.as_ptr()) == 1 }
-    };
-    if valid(VERSIONED) {
-        Ok((VERSIONED, USED_VERSIONED, true))
-    } else if valid(LEGACY) {
-        Ok((LEGACY, USED_LEGACY, false))
-    } else if valid(USED_VERSIONED) || valid(USED_LEGACY) {
-        Err(PyBufferError::new_err(
-            "this DLPack capsule was already consumed; a capsule can be imported only once, call __dlpack__() again for a new one",
-        ))
-    } else if is_capsule(obj) {
-        Err(PyTypeError::new_err(
-            "the capsule is not a DLPack capsule (expected the name \"dltensor\" or \"dltensor_versioned\")",
-        ))
+    // One read of the name, compared here (PyCapsule_IsValid per candidate name would compare
+    // up to four times on every import).
+    let name = if is_capsule(obj) {
+        // SAFETY: `obj` is a live capsule; PyCapsule_GetName returns its name pointer (possibly
+        // NULL), valid while the capsule keeps that name, and never sets an exception for a
+        // capsule.
+        let ptr = unsafe { ffi::PyCapsule_GetName(obj.as_ptr()) };
+        // SAFETY: a non-NULL capsule name is a NUL-terminated C string.
+        (!ptr.is_null()).then(|| unsafe { CStr::from_ptr(ptr) })
     } else {
         let type_name = obj
             .get_type()
             .name()
             .map(|n| n.to_string())
             .unwrap_or_default();
-        Err(PyTypeError::new_err(format!(
+        return Err(PyTypeError::new_err(format!(
             "expected a DLPack capsule, got an object of type {type_name}"
-        )))
+        )));
+    };
+    match name {
+        Some(n) if n == VERSIONED => Ok((VERSIONED, USED_VERSIONED, true)),
+        Some(n) if n == LEGACY => Ok((LEGACY, USED_LEGACY, false)),
+        Some(n) if n == USED_VERSIONED || n == USED_LEGACY => Err(PyBufferError::new_err(
+            "this DLPack capsule was already consumed; a capsule can be imported only once, call __dlpack__() again for a new one",
+        )),
+        _ => Err(PyTypeError::new_err(
+            "the capsule is not a DLPack capsule (expected the name \"dltensor\" or \"dltensor_versioned\")",
+        )),
     }
 }
 
@@ -127,10 +129,14 @@ fn flavor(obj: &Bound<'_, PyAny>) -> PyResult<(&'static CStr, &'static CStr, boo
 /// On any failure the capsule is left as it was, so its destructor still deletes the tensor.
 pub fn consume(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let (fresh, used, versioned) = flavor(obj)?;
-    // SAFETY: the capsule is valid under `fresh` (checked by name above).
+    // SAFETY: the capsule is named `fresh` (checked above); GetPointer sets an exception and
+    // returns NULL for a NULL pointer, which is refused here.
     let raw = unsafe { ffi::PyCapsule_GetPointer(obj.as_ptr(), fresh.as_ptr()) };
     if raw.is_null() {
-        return Err(PyErr::fetch(obj.py()));
+        drop(PyErr::take(obj.py()));
+        return Err(PyTypeError::new_err(
+            "the capsule is not a DLPack capsule: its pointer is NULL",
+        ));
     }
     // SAFETY: the pointer of a fresh DLPack capsule of this name is an owned managed tensor of
     // that flavour; we hand ownership back (into_raw) on every failure path below.
