@@ -510,3 +510,25 @@ def test_torch_tensors_without_strided_memory():
     plan = dlbridge.explain(m, "numpy")
     assert not plan.possible and "meta" in plan.reason
     assert "layout" in dlbridge.describe(m)["errors"]
+
+
+def test_convert_reads_a_stream_only_producer_once():
+    pa = pytest.importorskip("pyarrow")
+    chunked = pa.chunked_array([np.arange(3.0), np.arange(3.0, 5.0)])
+
+    class OneShot:  # a RecordBatchReader-like producer: its stream can be read once
+        reads = 0
+
+        def __arrow_c_stream__(self, requested_schema=None):
+            OneShot.reads += 1
+            if OneShot.reads > 1:
+                raise RuntimeError("this stream was already read")
+            return chunked.__arrow_c_stream__(requested_schema)
+
+    out, plan = dlbridge.convert(OneShot(), "numpy", report=True)
+    np.testing.assert_array_equal(out, np.arange(5.0))
+    assert OneShot.reads == 1 and plan.copies == 1
+    OneShot.reads = 0
+    with pytest.raises(BufferError):
+        dlbridge.convert(OneShot(), "numpy", copy=False)
+    assert OneShot.reads == 1

@@ -590,6 +590,8 @@ def _import(
     """Import the source zero-copy (or with the copy the import itself needs)."""
     library = src_ns.name if src_ns is not None else None
     via = _via(source)
+    if _read_once(source):
+        return _import_once(ctx, source, kind, library, via, copy)
     try:
         t = from_dlpack(source, copy=False)
     except BufferError as e:
@@ -621,6 +623,41 @@ def _import(
 
 
 _CAPSULE_STEP = "import the DLPack capsule as a dlbridge.Tensor (zero-copy; the capsule is consumed)"
+
+_ARRAY_PROTOCOLS = (
+    "__arrow_c_device_array__",
+    "__arrow_c_array__",
+    "__dlpack__",
+    "__cuda_array_interface__",
+    "__array_interface__",
+)
+
+
+def _read_once(x: Any) -> bool:
+    """Does ``x`` offer its data only as an Arrow stream, which a producer may let be read
+    only once (a RecordBatchReader, a generator)? Then it is imported once, not probed."""
+    t = type(x)
+    streams = hasattr(t, "__arrow_c_stream__") or hasattr(t, "__arrow_c_device_stream__")
+    if not streams or any(hasattr(t, p) for p in _ARRAY_PROTOCOLS):
+        return False
+    return "buffer" not in protocols(x)
+
+
+def _import_once(
+    ctx: Ctx, source: Any, kind: str, library: str | None, via: str, copy: bool | None
+) -> tuple[Facts, tuple[str, Callable[[Ctx], int | None], int]]:
+    """:func:`_import` for a stream: one read, with the copy the import needs, if any."""
+    try:
+        t = from_dlpack(source, copy=False if copy is False else None)
+    except (TypeError, ValueError, BufferError) as e:
+        raise Impossible(type(e), str(e)) from None
+    ctx.tensor = t
+    if not t.is_copied:
+        facts = facts_of_tensor(t, kind, library)
+        return facts, (f"import {kind} as a dlbridge.Tensor through {via} (zero-copy)", _ok, 0)
+    why = "the stream's chunks are joined (or its bit-packed booleans unpacked) into one tensor"
+    facts = facts_of_tensor(t, kind, library, import_copy=f"the import needs a copy: {why}")
+    return facts, (f"import {kind} as a dlbridge.Tensor through {via} (a copy: {why})", _ok, 1)
 
 
 def _copy_host(c: Ctx) -> None:

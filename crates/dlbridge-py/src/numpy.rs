@@ -25,51 +25,70 @@ pub fn to_numpy<'py>(
     x: &Bound<'py, PyAny>,
     copy: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    if let Some(array) = native(x, copy) {
-        return Ok(array);
-    }
+    let source = match native(x, copy)? {
+        Route::Done(array) => return Ok(array),
+        Route::General(source) => source,
+    };
     static GENERAL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let py = x.py();
     let general = GENERAL.import(py, "dlbridge.host", "_to_numpy_general")?;
     let kwargs = PyDict::new(py);
     kwargs.set_item("copy", copy)?;
-    general.call((x,), Some(&kwargs))
+    general.call((source,), Some(&kwargs))
 }
 
-/// The array when this path covers the call, else None (the general path then runs with the
-/// same arguments and decides, errors included). Covered: NumPy arrays themselves (returned
-/// as they are unless ``copy=True``), and anything dlbridge imports into plain CPU memory
-/// with a dtype NumPy has built in, which becomes an ndarray over the same memory (or over
-/// the copy ``copy=True`` or misaligned data asks for) whose base is the dlbridge Tensor,
-/// read-only when the data is. Raw DLPack capsules are left alone (importing consumes them).
-fn native<'py>(
-    x: &Bound<'py, PyAny>,
-    copy: Option<&Bound<'py, PyAny>>,
-) -> Option<Bound<'py, PyAny>> {
+/// What the native path did.
+enum Route<'py> {
+    /// The array.
+    Done(Bound<'py, PyAny>),
+    /// Not covered: the general path converts this (the argument itself, or the dlbridge
+    /// Tensor it was already imported as, so that nothing is read from its producer twice).
+    General(Bound<'py, PyAny>),
+}
+
+/// The array when this path covers the call, else what the general path should convert.
+/// Covered: NumPy arrays themselves (returned as they are unless
+/// ``copy=True``), and anything dlbridge imports into plain CPU memory with a dtype NumPy has
+/// built in, which becomes an ndarray over the same memory (or over the copy ``copy=True`` or
+/// misaligned data asks for) whose base is the dlbridge Tensor, read-only when the data is.
+/// Raw DLPack capsules are left alone (importing consumes them). An import that fails is an
+/// error here: the producer is never asked twice (a stream can be read only once).
+fn native<'py>(x: &Bound<'py, PyAny>, copy: Option<&Bound<'py, PyAny>>) -> PyResult<Route<'py>> {
     let py = x.py();
+    let general = || Ok(Route::General(x.clone()));
     let copy = match copy {
         None => None,
         Some(c) if c.is_none() => None,
-        Some(c) => Some(c.cast::<PyBool>().ok()?.is_true()),
+        Some(c) => match c.cast::<PyBool>() {
+            Ok(b) => Some(b.is_true()),
+            Err(_) => return general(),
+        },
     };
-    let api = Api::get(py)?;
+    let Some(api) = Api::get(py) else {
+        return general();
+    };
     if api.is_ndarray(x) && copy != Some(true) {
-        return Some(x.clone());
+        return Ok(Route::Done(x.clone()));
     }
     let (tensor, given) = match x.cast::<PyTensor>() {
         Ok(t) => (t.get().0.clone(), Some(t)),
-        Err(_) if capsule::is_capsule(x) => return None,
+        Err(_) if capsule::is_capsule(x) => return general(),
         // Only copy=False reaches the import: any copy is made below, on the host.
-        Err(_) => (import::import(x, None, copy.filter(|c| !c)).ok()?, None),
+        Err(_) => (import::import(x, None, copy.filter(|c| !c))?, None),
     };
     if tensor.device() != Device::CPU {
-        return None;
+        // A transfer is the producer's to make (it knows its device): from `x` itself.
+        return general();
     }
-    let base = match (import::apply_policy(&tensor, None, copy).ok()?, given) {
-        (Some(copied), _) => Bound::new(py, PyTensor(copied, None)).ok()?,
+    let base = match (import::apply_policy(&tensor, None, copy)?, given) {
+        (Some(copied), _) => Bound::new(py, PyTensor(copied, None))?,
         (None, Some(t)) => t.clone(),
-        (None, None) => Bound::new(py, PyTensor(tensor, None)).ok()?,
+        (None, None) => Bound::new(py, PyTensor(tensor, None))?,
     };
     let owner = base.clone().into_any();
-    api.to_ndarray(&base.get().0, owner).ok()?
+    match api.to_ndarray(&base.get().0, owner)? {
+        Some(array) => Ok(Route::Done(array)),
+        // A dtype NumPy lacks (bfloat16, float8: ml_dtypes), from the tensor already imported.
+        None => Ok(Route::General(base.into_any())),
+    }
 }
