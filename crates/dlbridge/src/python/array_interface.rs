@@ -8,6 +8,7 @@ use pyo3::types::{PyDict, PyTuple};
 use crate::device::Device;
 use crate::error::Error;
 use crate::python::errors::buffer_error;
+use crate::python::held::HeldObject;
 use crate::python::interface_dict::{Fields, InterfaceDict};
 use crate::tensor::Tensor;
 
@@ -22,7 +23,7 @@ pub fn import(obj: &Bound<'_, PyAny>, iface: &Bound<'_, PyAny>) -> PyResult<Tens
         address,
         readonly,
     } = dict.fields()?;
-    let owner: Py<PyAny> = obj.clone().unbind();
+    let owner = HeldObject::new(obj);
     // SAFETY: the array interface promises that the memory at `address` with this layout stays
     // valid while `obj` lives; `obj` is the owner.
     Ok(unsafe {

@@ -25,6 +25,7 @@ use crate::ffi::arrow::{
     ArrowDeviceArrayStream, ArrowSchema, OwnedArray, OwnedDeviceStream, OwnedSchema, OwnedStream,
     SchemaView,
 };
+use crate::python::held::with_gil;
 use crate::python::protocols::Protocols;
 use crate::tensor::Tensor;
 
@@ -404,8 +405,8 @@ impl Protocol {
     }
 }
 
-/// An imported array whose release runs attached to the interpreter (some producers' private
-/// data holds Python objects); after finalisation it is leaked on purpose.
+/// An imported array whose release runs holding the GIL (some producers' private data holds
+/// Python objects; see [`crate::python::held`]); after finalisation it is leaked on purpose.
 struct Attached(ManuallyDrop<ArrowData>);
 
 impl AsRef<ArrowData> for Attached {
@@ -419,7 +420,7 @@ impl Drop for Attached {
         // SAFETY: taken exactly once, here; the field is never used again.
         let data = unsafe { ManuallyDrop::take(&mut self.0) };
         let mut data = Some(data);
-        let _ = Python::try_attach(|_| drop(data.take()));
+        with_gil(|| drop(data.take()));
         if let Some(leaked) = data {
             std::mem::forget(leaked);
         }

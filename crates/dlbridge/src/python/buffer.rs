@@ -12,6 +12,7 @@ use crate::dtype::DType;
 use crate::error::Error;
 use crate::layout::{Layout, MAX_NDIM};
 use crate::python::errors::buffer_error;
+use crate::python::held::with_gil;
 use crate::tensor::Tensor;
 
 /// A `Py_buffer` obtained with `PyObject_GetBuffer`, released (under the GIL) on drop.
@@ -27,8 +28,8 @@ impl Drop for HeldBuffer {
     fn drop(&mut self) {
         let view: *mut ffi::Py_buffer = &mut *self.0;
         // SAFETY: the view was filled by a successful PyObject_GetBuffer and is released once,
-        // attached to the interpreter; after finalisation it is leaked on purpose.
-        let _ = Python::try_attach(|_| unsafe { ffi::PyBuffer_Release(view) });
+        // holding the GIL (see `held`); after finalisation it is leaked on purpose.
+        with_gil(|| unsafe { ffi::PyBuffer_Release(view) });
     }
 }
 

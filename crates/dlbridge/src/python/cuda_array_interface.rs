@@ -29,6 +29,7 @@ use crate::dtype::DType;
 use crate::error::Error;
 use crate::layout::Layout;
 use crate::python::errors::buffer_error;
+use crate::python::held::HeldObject;
 use crate::python::interface_dict::{Fields, InterfaceDict};
 use crate::tensor::Tensor;
 
@@ -112,7 +113,7 @@ pub fn import(
             cuda::adopt_producer_stream(device, stream)?;
         }
     }
-    let owner: Py<PyAny> = obj.clone().unbind();
+    let owner = HeldObject::new(obj);
     // SAFETY: the interface promises that the memory at `address` with this layout stays valid
     // on `device` while `obj` lives; `obj` is the owner.
     Ok(unsafe {

@@ -12,6 +12,7 @@ pub mod capsule;
 pub mod cuda_array_interface;
 pub mod errors;
 pub mod exchange;
+pub mod held;
 pub mod import;
 pub mod interface_dict;
 pub mod numpy_api;

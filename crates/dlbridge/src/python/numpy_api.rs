@@ -26,6 +26,7 @@ use pyo3::types::PyType;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::layout::Layout;
+use crate::python::held::HeldObject;
 use crate::tensor::Tensor;
 
 /// `NPY_ABI_VERSION` of NumPy 1.x and 2.x.
@@ -225,7 +226,7 @@ impl Api {
             dims[nd + i] = (s / itemsize) as i64;
         }
         let layout = Layout::new(&dims[..nd], Some(&dims[nd..]), dtype.itemsize())?;
-        let owner = Arc::new(HeldArray(Some(obj.clone().unbind())));
+        let owner = Arc::new(HeldObject::new(obj));
         // SAFETY: NumPy guarantees the array's memory spans its layout for as long as the array
         // lives; `owner` keeps it alive, and writable only when NumPy says WRITEABLE.
         let tensor = unsafe {
@@ -407,15 +408,4 @@ fn type_num_of(dtype: DType) -> Option<c_int> {
         DType::COMPLEX128 => npy::CDOUBLE,
         _ => return None,
     })
-}
-
-/// A strong reference to an ndarray, released attached to the interpreter on whichever thread
-/// drops it (at once, not deferred to PyO3's pool); leaked on purpose after finalisation.
-struct HeldArray(Option<Py<PyAny>>);
-
-impl Drop for HeldArray {
-    fn drop(&mut self) {
-        let _ = Python::try_attach(|_| drop(self.0.take()));
-        std::mem::forget(self.0.take());
-    }
 }
