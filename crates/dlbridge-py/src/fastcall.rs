@@ -20,6 +20,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyModule, PyString, PyTuple};
 
+use dlbridge::export::Flavor;
+use dlbridge::python::capsule;
+
 use crate::tensor::PyTensor;
 use crate::types::parse_device;
 
@@ -213,7 +216,8 @@ fn definition(
 pub fn install(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     let ty = py.get_type::<PyTensor>();
-    let def = definition(NAME, DOC, DLPACK_FASTCALL);
+    TENSOR_TYPE.store(ty.as_ptr().cast(), Ordering::Release);
+    let def = definition(NAME, DOC, dlpack_fastcall);
     // SAFETY: `ty` is a live type object and `def` a method definition that lives for the rest
     // of the process; the result is a new reference or NULL with an exception set.
     let descr = unsafe {
@@ -236,10 +240,84 @@ pub fn install(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("from_dlpack", function)
 }
 
-/// The C entry point, made by pyo3's own trampoline (the one its `#[pymethods]` use, public
-/// though undocumented): it marks the thread attached for pyo3 (Python references dropped
-/// during the call are released at once), turns a panic into `PanicException` and an error
-/// into a raised exception.
+/// The Tensor type, for the exact type check of [`common_call`].
+static TENSOR_TYPE: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(std::ptr::null_mut());
+
+/// `__dlpack__`'s C entry point. The common call (host data; keyword names and `max_version`
+/// seen before; no stream, `dl_device` or `copy`) is served by [`common_call`]; everything else,
+/// errors included, by the full path through PyO3's trampoline.
+unsafe extern "C" fn dlpack_fastcall(
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython's calling convention is `common_call`'s contract. A panic (none is
+    // expected) falls back to the full path, which reports it as PanicException.
+    let common = std::panic::catch_unwind(|| unsafe { common_call(slf, args, nargsf, kwnames) });
+    match common {
+        Ok(Some(capsule)) => capsule,
+        // SAFETY: the same arguments, as CPython passed them.
+        _ => unsafe { DLPACK_FASTCALL(slf, args, nargsf, kwnames) },
+    }
+}
+
+/// The capsule for the common call, or `None` to take the full path. Nothing here creates or
+/// drops a Python reference other than the capsule (so PyO3's trampoline, which would account
+/// for such drops, is not needed): keyword names and `max_version` are only looked up in the
+/// identity caches, the type is compared by address, and an export refused for any reason
+/// goes to the full path, which reports it.
+///
+/// # Safety
+/// CPython's METH_FASTCALL | METH_KEYWORDS convention, with the GIL held.
+unsafe fn common_call(
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> Option<*mut ffi::PyObject> {
+    if nargsf as usize & !ARGUMENTS_OFFSET != 0 {
+        return None;
+    }
+    let mut max_version = None;
+    if !kwnames.is_null() {
+        let slots = DLPACK_KEYWORDS.seen.get(kwnames)?;
+        for i in 0..(slots >> 56) as usize {
+            // SAFETY: the i-th keyword value, alive for the call.
+            let value = unsafe { *args.add(i) };
+            // SAFETY: Py_None is a static object.
+            if value == unsafe { ffi::Py_None() } {
+                continue;
+            }
+            if (slots >> (8 * i)) & 0xff != 1 {
+                return None; // stream, dl_device or copy was given
+            }
+            let packed = MAX_VERSIONS_SEEN.get(value)?;
+            max_version = Some(((packed >> 32) as u32, packed as u32));
+        }
+    }
+    // SAFETY: `slf` is a live object; reading its type is always valid.
+    if unsafe { ffi::Py_TYPE(slf) } != TENSOR_TYPE.load(Ordering::Acquire) {
+        return None;
+    }
+    // SAFETY: the GIL is held (CPython called a method); `slf` is exactly a Tensor (checked
+    // above), alive for the call.
+    let (py, slf) = unsafe {
+        let py = Python::assume_attached();
+        (py, Borrowed::from_ptr(py, slf).cast_unchecked::<PyTensor>())
+    };
+    let tensor = &slf.get().0;
+    if tensor.device().kind != dlbridge::DeviceType::CPU {
+        return None;
+    }
+    let managed = tensor.export(Flavor::for_max_version(max_version)).ok()?;
+    capsule::export(py, managed).ok().map(Bound::into_ptr)
+}
+
+/// The full path's C entry point, made by pyo3's own trampoline (the one its `#[pymethods]`
+/// use, public though undocumented): it marks the thread attached for pyo3 (Python references
+/// dropped during the call are released at once), turns a panic into `PanicException` and an
+/// error into a raised exception.
 const DLPACK_FASTCALL: ffi::PyCFunctionFastWithKeywords = pyo3::impl_::trampoline::get_trampoline_function!(
     fastcall_cfunction_with_keywords,
     dlpack_entry
