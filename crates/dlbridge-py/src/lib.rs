@@ -24,7 +24,7 @@ fn from_dlpack<'py>(
     device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    if let Ok(t) = x.cast::<PyTensor>() {
+    if let Ok(t) = x.cast_exact::<PyTensor>() {
         return match import::apply_policy(&t.get().0, device, copy)? {
             None => Ok(t.clone()),
             Some(copied) => Bound::new(x.py(), PyTensor(copied, t.get().1.clone())),

@@ -70,7 +70,7 @@ fn native<'py>(x: &Bound<'py, PyAny>, copy: Option<&Bound<'py, PyAny>>) -> PyRes
     if api.is_ndarray(x) && copy != Some(true) {
         return Ok(Route::Done(x.clone()));
     }
-    let (tensor, given) = match x.cast::<PyTensor>() {
+    let (tensor, given) = match x.cast_exact::<PyTensor>() {
         Ok(t) => (t.get().0.clone(), Some(t)),
         Err(_) if capsule::is_capsule(x) => return general(),
         // Only copy=False reaches the import: any copy is made below, on the host.
