@@ -350,3 +350,20 @@ def test_to_numpy_of_bfloat16_reads_the_producer_once():
     out = dlbridge.to_numpy(Counting(t))
     assert str(out.dtype) == "bfloat16" and len(calls) == 1
     np.testing.assert_array_equal(out.astype(np.float32), np.arange(4, dtype=np.float32))
+
+
+def test_to_numpy_of_an_import_hangs_the_memory_on_a_capsule():
+    pa = pytest.importorskip("pyarrow")
+    src = pa.array(np.arange(8, dtype=np.float32))
+    ref = weakref.ref(src)
+    y = dlbridge.to_numpy(src)
+    assert type(y.base).__name__ == "PyCapsule"  # the owner of the memory, not a Tensor
+    assert not y.flags.writeable
+    with pytest.raises(ValueError):
+        y.flags.writeable = True
+    del src
+    gc.collect()
+    assert y.tolist() == list(range(8))
+    del y
+    gc.collect()
+    assert ref() is None

@@ -50,7 +50,8 @@ enum Route<'py> {
 /// Covered: NumPy arrays themselves (returned as they are unless
 /// ``copy=True``), and anything dlbridge imports into plain CPU memory with a dtype NumPy has
 /// built in, which becomes an ndarray over the same memory (or over the copy ``copy=True`` or
-/// misaligned data asks for) whose base is the dlbridge Tensor, read-only when the data is.
+/// misaligned data asks for) whose base keeps the memory alive (the Tensor given, else a
+/// capsule around the memory's owner), read-only when the data is.
 /// Raw DLPack capsules are left alone (importing consumes them). An import that fails is an
 /// error here: the producer is never asked twice (a stream can be read only once).
 fn native<'py>(x: &Bound<'py, PyAny>, copy: Option<&Bound<'py, PyAny>>) -> PyResult<Route<'py>> {
@@ -80,15 +81,21 @@ fn native<'py>(x: &Bound<'py, PyAny>, copy: Option<&Bound<'py, PyAny>>) -> PyRes
         // A transfer is the producer's to make (it knows its device): from `x` itself.
         return general();
     }
-    let base = match (import::apply_policy(&tensor, None, copy)?, given) {
-        (Some(copied), _) => Bound::new(py, PyTensor(copied, None))?,
-        (None, Some(t)) => t.clone(),
-        (None, None) => Bound::new(py, PyTensor(tensor, None))?,
-    };
-    let owner = base.clone().into_any();
-    match api.to_ndarray(&base.get().0, owner)? {
-        Some(array) => Ok(Route::Done(array)),
+    let tensor = import::apply_policy(&tensor, None, copy)?.unwrap_or(tensor);
+    if !api.supports(tensor.dtype()) {
         // A dtype NumPy lacks (bfloat16, float8: ml_dtypes), from the tensor already imported.
-        None => Ok(Route::General(base.into_any())),
+        return Ok(Route::General(
+            Bound::new(py, PyTensor(tensor, None))?.into_any(),
+        ));
+    }
+    // The array's base keeps the memory alive: the Tensor it was given, else a capsule around
+    // the memory's owner (cheaper than a Tensor object; like NumPy's own DLPack imports).
+    let base = match given {
+        Some(t) if t.get().0.data_ptr() == tensor.data_ptr() => t.clone().into_any(),
+        _ => capsule::owner(py, tensor.owner().clone())?,
+    };
+    match api.to_ndarray(&tensor, base)? {
+        Some(array) => Ok(Route::Done(array)),
+        None => Ok(Route::General(x.clone())),
     }
 }

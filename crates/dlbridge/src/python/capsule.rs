@@ -171,3 +171,34 @@ pub fn exchange_api<'py>(
     // SAFETY: a new reference or NULL with an exception set.
     unsafe { Bound::from_owned_ptr_or_err(py, capsule) }
 }
+
+/// Capsule name of an [`owner`] capsule.
+const OWNER: &CStr = c"dlbridge.owner";
+
+/// A capsule that keeps `owner` (a tensor's memory) alive until it is destroyed: the cheapest
+/// Python object to hang foreign views on (a NumPy array's `base`).
+pub fn owner<'py>(py: Python<'py>, owner: crate::tensor::Owner) -> PyResult<Bound<'py, PyAny>> {
+    let raw = Box::into_raw(Box::new(owner));
+    // SAFETY: `raw` is a live boxed owner whose ownership passes to the capsule (its destructor
+    // frees it); the name is a static C string.
+    let capsule = unsafe { ffi::PyCapsule_New(raw.cast(), OWNER.as_ptr(), Some(destroy_owner)) };
+    if capsule.is_null() {
+        // SAFETY: PyCapsule_New failed, so `raw` is still ours.
+        drop(unsafe { Box::from_raw(raw) });
+    }
+    // SAFETY: a new reference or NULL with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(py, capsule) }
+}
+
+unsafe extern "C" fn destroy_owner(capsule: *mut ffi::PyObject) {
+    // SAFETY: called once by CPython, with the GIL held, on a capsule made by `owner` (the only
+    // user of this destructor), whose pointer is a boxed owner under that name.
+    unsafe {
+        let raw = ffi::PyCapsule_GetPointer(capsule, OWNER.as_ptr());
+        if raw.is_null() {
+            ffi::PyErr_WriteUnraisable(capsule);
+        } else {
+            drop(Box::from_raw(raw.cast::<crate::tensor::Owner>()));
+        }
+    }
+}

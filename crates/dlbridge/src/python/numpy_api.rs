@@ -257,6 +257,11 @@ impl Api {
         }
     }
 
+    /// True when NumPy has `dtype` built in (so [`Api::to_ndarray`] can make the array).
+    pub fn supports(self, dtype: DType) -> bool {
+        type_num_of(dtype).is_some()
+    }
+
     /// A `numpy.ndarray` viewing `tensor`'s host memory, with `base` (which must keep that
     /// memory alive) as its base object: what `numpy.from_dlpack` builds, without a capsule.
     /// Read-only unless the tensor is writable. `None` for dtypes NumPy has no builtin type
