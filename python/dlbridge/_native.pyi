@@ -200,16 +200,18 @@ class Tensor:
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Tensor:
     """Import any array-like as a Tensor, zero-copy when possible.
 
-    Tries, in order: dlbridge Tensor, a raw DLPack capsule, the Arrow PyCapsule interface
+    Tries, in order: dlbridge Tensor, a raw DLPack capsule, a NumPy array (read through NumPy's
+    C API), the producer's DLPack C exchange API (e.g. torch), the Arrow PyCapsule interface
     (``__arrow_c_device_array__``, ``__arrow_c_array__``, ``__arrow_c_device_stream__``,
-    ``__arrow_c_stream__``; taken before
-    ``__dlpack__`` for objects that offer both, like pyarrow arrays, except pyarrow's integer
-    and float arrays, whose own ``__dlpack__`` is faster), ``__dlpack__`` (versioned,
-    legacy fallback), the buffer protocol and ``__array_interface__``. Arrow imports are
-    read-only and keep a ``fixed_shape_tensor``'s ``dim_names``; nulls are a BufferError (see
-    :func:`from_arrow`); bit-packed booleans and several stream chunks need a copy (several
-    chunks on a device the host cannot read are a BufferError). ``copy=True`` always copies,
-    ``copy=False`` never does (BufferError if it must), ``copy=None`` copies only when needed.
+    ``__arrow_c_stream__``; taken before ``__dlpack__`` for objects that offer both, like pyarrow
+    arrays, except pyarrow's integer and float arrays, whose own ``__dlpack__`` is faster),
+    ``__dlpack__`` (versioned, legacy fallback), ``__cuda_array_interface__``, the buffer
+    protocol and ``__array_interface__``. Arrow imports are read-only and keep a
+    ``fixed_shape_tensor``'s ``dim_names``; nulls are a BufferError (see :func:`from_arrow`);
+    bit-packed booleans and several stream chunks need a copy (several chunks on a device the host
+    cannot read are a BufferError). ``device`` asks the producer first, then dlbridge's own
+    transfer. ``copy=True`` always copies, ``copy=False`` never does (BufferError if it must),
+    ``copy=None`` copies only when needed.
     """
 
 @overload

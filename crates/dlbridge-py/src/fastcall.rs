@@ -37,7 +37,20 @@ const FROM_DLPACK_NAME: &CStr = c"from_dlpack";
 const FROM_DLPACK_DOC: &CStr = c"from_dlpack(x, /, *, device=None, copy=None)
 --
 
-Import any array-like as a Tensor, zero-copy when possible (see dlbridge.from_dlpack).";
+Import any array-like as a Tensor, zero-copy when possible.
+
+Tries, in order: dlbridge Tensor, a raw DLPack capsule, a NumPy array (read through NumPy's
+C API), the producer's DLPack C exchange API (e.g. torch), the Arrow PyCapsule interface
+(``__arrow_c_device_array__``, ``__arrow_c_array__``, ``__arrow_c_device_stream__``,
+``__arrow_c_stream__``; taken before ``__dlpack__`` for objects that offer both, like pyarrow
+arrays, except pyarrow's integer and float arrays, whose own ``__dlpack__`` is faster),
+``__dlpack__`` (versioned, legacy fallback), ``__cuda_array_interface__``, the buffer
+protocol and ``__array_interface__``. Arrow imports are read-only and keep a
+``fixed_shape_tensor``'s ``dim_names``; nulls are a BufferError (see :func:`from_arrow`);
+bit-packed booleans and several stream chunks need a copy (several chunks on a device the host
+cannot read are a BufferError). ``device`` asks the producer first, then dlbridge's own
+transfer. ``copy=True`` always copies, ``copy=False`` never does (BufferError if it must),
+``copy=None`` copies only when needed.";
 
 /// `PY_VECTORCALL_ARGUMENTS_OFFSET`, the flag bit a caller may set in the argument count
 /// (not in the 3.11 limited-API headers).
