@@ -1441,30 +1441,67 @@ impl StreamPrivate {
     }
 }
 
-/// # Safety
-/// `stream` must be NULL or a stream built by [`export_stream`].
-unsafe fn stream_private<'a>(stream: *mut ArrowArrayStream) -> Option<&'a mut StreamPrivate> {
-    // SAFETY: caller's contract.
-    unsafe {
-        let stream = stream.as_mut()?;
-        StreamPrivate::of(stream.release.is_some(), stream.private_data)
+/// The two stream structs of ours, as far as their shared callbacks need them.
+trait OurStream {
+    /// Whether the stream is live, and its private data.
+    fn live_and_private(&mut self) -> (bool, *mut c_void);
+    /// Mark the stream released.
+    fn mark_released(&mut self);
+}
+
+impl OurStream for ArrowArrayStream {
+    fn live_and_private(&mut self) -> (bool, *mut c_void) {
+        (self.release.is_some(), self.private_data)
+    }
+    fn mark_released(&mut self) {
+        self.private_data = ptr::null_mut();
+        self.release = None;
+    }
+}
+
+impl OurStream for ArrowDeviceArrayStream {
+    fn live_and_private(&mut self) -> (bool, *mut c_void) {
+        (self.release.is_some(), self.private_data)
+    }
+    fn mark_released(&mut self) {
+        self.private_data = ptr::null_mut();
+        self.release = None;
     }
 }
 
 /// # Safety
-/// `stream` must be NULL or a stream built by [`export_device_stream`].
-unsafe fn device_stream_private<'a>(
-    stream: *mut ArrowDeviceArrayStream,
-) -> Option<&'a mut StreamPrivate> {
+/// `stream` must be NULL or a stream built by [`export_stream`] / [`export_device_stream`].
+unsafe fn stream_private<'a, S: OurStream>(stream: *mut S) -> Option<&'a mut StreamPrivate> {
     // SAFETY: caller's contract.
     unsafe {
-        let stream = stream.as_mut()?;
-        StreamPrivate::of(stream.release.is_some(), stream.private_data)
+        let (live, private) = stream.as_mut()?.live_and_private();
+        StreamPrivate::of(live, private)
     }
 }
 
-unsafe extern "C" fn stream_get_schema(
-    stream: *mut ArrowArrayStream,
+unsafe extern "C" fn stream_get_last_error<S: OurStream>(stream: *mut S) -> *const c_char {
+    // SAFETY: the consumer calls us on a stream of ours.
+    unsafe { stream_private(stream) }.map_or(ptr::null(), |p| p.last_error())
+}
+
+unsafe extern "C" fn stream_release<S: OurStream>(stream: *mut S) {
+    // SAFETY: called once by the owner of a live stream of ours; its private data is freed
+    // (releasing the chunks not yet handed out) and the struct marked released.
+    unsafe {
+        let Some(stream) = stream.as_mut() else {
+            return;
+        };
+        let (live, private) = stream.live_and_private();
+        if !live {
+            return;
+        }
+        drop(Box::from_raw(private.cast::<StreamPrivate>()));
+        stream.mark_released();
+    }
+}
+
+unsafe extern "C" fn stream_get_schema<S: OurStream>(
+    stream: *mut S,
     out: *mut ArrowSchema,
 ) -> c_int {
     // SAFETY: the consumer calls us on a stream of ours.
@@ -1497,44 +1534,12 @@ unsafe extern "C" fn stream_get_next(stream: *mut ArrowArrayStream, out: *mut Ar
     0
 }
 
-unsafe extern "C" fn stream_get_last_error(stream: *mut ArrowArrayStream) -> *const c_char {
-    // SAFETY: as in stream_get_schema.
-    unsafe { stream_private(stream) }.map_or(ptr::null(), |p| p.last_error())
-}
-
-unsafe extern "C" fn stream_release(stream: *mut ArrowArrayStream) {
-    // SAFETY: called once by the owner of a live stream of ours; its private data is freed
-    // (releasing the chunks not yet handed out) and the struct marked released.
-    unsafe {
-        let Some(stream) = stream.as_mut() else {
-            return;
-        };
-        if stream.release.is_none() {
-            return;
-        }
-        drop(Box::from_raw(stream.private_data.cast::<StreamPrivate>()));
-        stream.private_data = ptr::null_mut();
-        stream.release = None;
-    }
-}
-
-unsafe extern "C" fn device_stream_get_schema(
-    stream: *mut ArrowDeviceArrayStream,
-    out: *mut ArrowSchema,
-) -> c_int {
-    // SAFETY: the consumer calls us on a device stream of ours.
-    match unsafe { device_stream_private(stream) } {
-        Some(private) => private.write_schema(out),
-        None => EINVAL,
-    }
-}
-
 unsafe extern "C" fn device_stream_get_next(
     stream: *mut ArrowDeviceArrayStream,
     out: *mut ArrowDeviceArray,
 ) -> c_int {
-    // SAFETY: as in device_stream_get_schema.
-    let Some(private) = (unsafe { device_stream_private(stream) }) else {
+    // SAFETY: as in stream_get_schema.
+    let Some(private) = (unsafe { stream_private(stream) }) else {
         return EINVAL;
     };
     if out.is_null() {
@@ -1550,35 +1555,13 @@ unsafe extern "C" fn device_stream_get_next(
     0
 }
 
-unsafe extern "C" fn device_stream_get_last_error(
-    stream: *mut ArrowDeviceArrayStream,
-) -> *const c_char {
-    // SAFETY: as in device_stream_get_schema.
-    unsafe { device_stream_private(stream) }.map_or(ptr::null(), |p| p.last_error())
-}
-
-unsafe extern "C" fn device_stream_release(stream: *mut ArrowDeviceArrayStream) {
-    // SAFETY: as in stream_release, for a device stream of ours.
-    unsafe {
-        let Some(stream) = stream.as_mut() else {
-            return;
-        };
-        if stream.release.is_none() {
-            return;
-        }
-        drop(Box::from_raw(stream.private_data.cast::<StreamPrivate>()));
-        stream.private_data = ptr::null_mut();
-        stream.release = None;
-    }
-}
-
 /// A CPU stream that yields `chunks` (all described by `schema`), then ends.
 pub fn export_stream(schema: SchemaSpec, chunks: Vec<ArraySpec>) -> OwnedStream {
     Owned(Box::new(ArrowArrayStream {
-        get_schema: Some(stream_get_schema),
+        get_schema: Some(stream_get_schema::<ArrowArrayStream>),
         get_next: Some(stream_get_next),
-        get_last_error: Some(stream_get_last_error),
-        release: Some(stream_release),
+        get_last_error: Some(stream_get_last_error::<ArrowArrayStream>),
+        release: Some(stream_release::<ArrowArrayStream>),
         private_data: StreamPrivate::into_private_data(schema, chunks, Device::CPU),
     }))
 }
@@ -1592,10 +1575,10 @@ pub fn export_device_stream(
 ) -> OwnedDeviceStream {
     Owned(Box::new(ArrowDeviceArrayStream {
         device_type: device.kind.0,
-        get_schema: Some(device_stream_get_schema),
+        get_schema: Some(stream_get_schema::<ArrowDeviceArrayStream>),
         get_next: Some(device_stream_get_next),
-        get_last_error: Some(device_stream_get_last_error),
-        release: Some(device_stream_release),
+        get_last_error: Some(stream_get_last_error::<ArrowDeviceArrayStream>),
+        release: Some(stream_release::<ArrowDeviceArrayStream>),
         private_data: StreamPrivate::into_private_data(schema, chunks, device),
     }))
 }
