@@ -38,17 +38,16 @@ pub fn import_object(
     device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<PyTensor> {
+    let offers = protocols::of(x)?;
     // NumPy arrays, the most common input, in one step: the import `from_object` would make
     // (see `numpy_api`) without its layers, which cost as much as the import itself.
-    if let (Some(api), None | Some(Device::CPU)) = (protocols::of(x)?.numpy_ndarray, device) {
-        if let Some(tensor) = api.import(x)? {
-            return Ok(match import::apply_policy(&tensor, device, copy)? {
-                None => PyTensor(tensor, None),
-                Some(copied) => PyTensor(copied, None),
-            });
-        }
+    if let Some(tensor) = import::numpy_array(x, &offers, device)? {
+        return Ok(match import::apply_policy(&tensor, device, copy)? {
+            None => PyTensor(tensor, None),
+            Some(copied) => PyTensor(copied, None),
+        });
     }
-    let (tensor, cell_names) = import::from_object_named(x, device, copy)?;
+    let (tensor, cell_names) = import::from_object_with(x, Some(offers), device, copy)?;
     Ok(PyTensor(tensor, row_and_cell_names(cell_names)))
 }
 

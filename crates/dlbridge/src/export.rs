@@ -84,10 +84,10 @@ fn into_raw_block<M: ManagedStruct>(
     ndim: usize,
 ) -> *mut Block<M> {
     let raw = Box::into_raw(Box::<Block<M>>::new_uninit()).cast::<Block<M>>();
-    // SAFETY: `raw` is a fresh, uniquely owned allocation for a Block; each field is written
-    // exactly once through raw field pointers before the block is used as a whole. The block
-    // never moves again, so pointers into its own `dims` (inline or heap) stay valid until the
-    // deleter frees it; `dims` holds 2 * ndim entries.
+    // The block never moves again, so pointers into its own `dims` (inline or heap) stay valid
+    // until the deleter frees it.
+    // SAFETY: `raw` is a fresh, uniquely owned Block allocation; each field is written once
+    // through a raw field pointer before the block is used whole; `dims` holds 2 * ndim values.
     unsafe {
         ptr::addr_of_mut!((*raw).managed).write(managed);
         ptr::addr_of_mut!((*raw).dims).write(dims);

@@ -22,8 +22,8 @@ use crate::arrow::{self as convert, ExportOptions, Imported, Nulls};
 use crate::device::DeviceType;
 use crate::ffi::arrow::{
     export_device_stream, export_stream, ArrowArray, ArrowArrayStream, ArrowData, ArrowDeviceArray,
-    ArrowDeviceArrayStream, ArrowSchema, OwnedArray, OwnedDeviceStream, OwnedSchema, OwnedStream,
-    SchemaView,
+    ArrowDeviceArrayStream, ArrowSchema, ArrowStruct, OwnedArray, OwnedDeviceStream, OwnedSchema,
+    OwnedStream, SchemaView,
 };
 use crate::python::held::with_gil;
 use crate::python::protocols::Protocols;
@@ -40,99 +40,40 @@ pub const ARRAY_STREAM: &CStr = c"arrow_array_stream";
 /// Capsule name of an `ArrowDeviceArrayStream`.
 pub const DEVICE_ARRAY_STREAM: &CStr = c"arrow_device_array_stream";
 
-/// A C struct that can travel in a capsule.
-trait CapsuleStruct: Sized {
-    const NAME: &'static CStr;
+/// A C struct that can travel in a capsule (its release is [`ArrowStruct`]'s).
+trait CapsuleStruct: ArrowStruct + Sized {
+    /// The capsule name.
+    const CAPSULE_NAME: &'static CStr;
     /// A released (zero-initialised) struct.
     fn released() -> Self;
-    /// Call the struct's release callback if it is live.
-    ///
-    /// # Safety
-    /// `this` must point to a valid struct owned by the caller.
-    unsafe fn release(this: *mut Self);
 }
 
-impl CapsuleStruct for ArrowSchema {
-    const NAME: &'static CStr = SCHEMA;
-    fn released() -> Self {
-        ArrowSchema::released()
-    }
-    unsafe fn release(this: *mut Self) {
-        // SAFETY: caller's contract; a live struct is released once, a released one skipped.
-        unsafe {
-            if let Some(release) = (*this).release {
-                release(this);
+/// Implements [`CapsuleStruct`] with each type's own `released()`.
+macro_rules! capsule_structs {
+    ($($ty:ident => $name:ident),*) => {$(
+        impl CapsuleStruct for $ty {
+            const CAPSULE_NAME: &'static CStr = $name;
+            fn released() -> Self {
+                $ty::released()
             }
         }
-    }
+    )*};
 }
 
-impl CapsuleStruct for ArrowArray {
-    const NAME: &'static CStr = ARRAY;
-    fn released() -> Self {
-        ArrowArray::released()
-    }
-    unsafe fn release(this: *mut Self) {
-        // SAFETY: as above.
-        unsafe {
-            if let Some(release) = (*this).release {
-                release(this);
-            }
-        }
-    }
-}
-
-impl CapsuleStruct for ArrowDeviceArray {
-    const NAME: &'static CStr = DEVICE_ARRAY;
-    fn released() -> Self {
-        ArrowDeviceArray::released()
-    }
-    unsafe fn release(this: *mut Self) {
-        // SAFETY: as above; a device array is released through its embedded array.
-        unsafe {
-            let array = std::ptr::addr_of_mut!((*this).array);
-            if let Some(release) = (*array).release {
-                release(array);
-            }
-        }
-    }
-}
-
-impl CapsuleStruct for ArrowArrayStream {
-    const NAME: &'static CStr = ARRAY_STREAM;
-    fn released() -> Self {
-        ArrowArrayStream::released()
-    }
-    unsafe fn release(this: *mut Self) {
-        // SAFETY: as above.
-        unsafe {
-            if let Some(release) = (*this).release {
-                release(this);
-            }
-        }
-    }
-}
-
-impl CapsuleStruct for ArrowDeviceArrayStream {
-    const NAME: &'static CStr = DEVICE_ARRAY_STREAM;
-    fn released() -> Self {
-        ArrowDeviceArrayStream::released()
-    }
-    unsafe fn release(this: *mut Self) {
-        // SAFETY: as above.
-        unsafe {
-            if let Some(release) = (*this).release {
-                release(this);
-            }
-        }
-    }
-}
+capsule_structs!(
+    ArrowSchema => SCHEMA,
+    ArrowArray => ARRAY,
+    ArrowDeviceArray => DEVICE_ARRAY,
+    ArrowArrayStream => ARRAY_STREAM,
+    ArrowDeviceArrayStream => DEVICE_ARRAY_STREAM
+);
 
 /// Capsule destructor: release the struct unless a consumer moved it out, then free it.
 /// Never raises; an exception in flight is kept.
 unsafe extern "C" fn destroy<T: CapsuleStruct>(capsule: *mut ffi::PyObject) {
     // SAFETY: CPython calls this with the GIL held on a live capsule we created with name
-    // T::NAME around a `Box<T>`; the in-flight exception is saved first and restored last.
+    // T::CAPSULE_NAME around a `Box<T>`; the in-flight exception is saved first and restored
+    // last.
     unsafe {
         let (mut t, mut v, mut tb) = (
             std::ptr::null_mut(),
@@ -140,12 +81,15 @@ unsafe extern "C" fn destroy<T: CapsuleStruct>(capsule: *mut ffi::PyObject) {
             std::ptr::null_mut(),
         );
         ffi::PyErr_Fetch(&mut t, &mut v, &mut tb);
-        let raw = ffi::PyCapsule_GetPointer(capsule, T::NAME.as_ptr()).cast::<T>();
+        let raw = ffi::PyCapsule_GetPointer(capsule, T::CAPSULE_NAME.as_ptr()).cast::<T>();
         if raw.is_null() {
             ffi::PyErr_WriteUnraisable(capsule);
         } else {
-            T::release(raw);
-            drop(Box::from_raw(raw));
+            let mut boxed = Box::from_raw(raw);
+            // A struct still live (not moved out by a consumer) is released once.
+            if let Some(release) = *boxed.release_slot() {
+                release(boxed.base());
+            }
         }
         ffi::PyErr_Restore(t, v, tb);
     }
@@ -159,7 +103,8 @@ fn new_capsule<'py, T: CapsuleStruct>(
     let raw = Box::into_raw(Box::new(T::released()));
     // SAFETY: `raw` is a heap struct whose ownership passes to the capsule (freed by
     // `destroy::<T>`); the name is a static C string, as capsules keep the pointer.
-    let capsule = unsafe { ffi::PyCapsule_New(raw.cast(), T::NAME.as_ptr(), Some(destroy::<T>)) };
+    let capsule =
+        unsafe { ffi::PyCapsule_New(raw.cast(), T::CAPSULE_NAME.as_ptr(), Some(destroy::<T>)) };
     if capsule.is_null() {
         // SAFETY: the capsule was not created, so we still own the released box.
         drop(unsafe { Box::from_raw(raw) });
@@ -215,13 +160,13 @@ pub fn device_stream_capsule(
     })
 }
 
-/// The struct pointer of a capsule named `T::NAME`; TypeError for anything else.
+/// The struct pointer of a capsule named `T::CAPSULE_NAME`; TypeError for anything else.
 fn capsule_pointer<T: CapsuleStruct>(obj: &Bound<'_, PyAny>) -> PyResult<*mut T> {
     // SAFETY: PyCapsule_IsValid accepts any object and sets no exception.
-    if unsafe { ffi::PyCapsule_IsValid(obj.as_ptr(), T::NAME.as_ptr()) } != 1 {
+    if unsafe { ffi::PyCapsule_IsValid(obj.as_ptr(), T::CAPSULE_NAME.as_ptr()) } != 1 {
         return Err(PyTypeError::new_err(format!(
             "expected a PyCapsule named {:?}, got {}",
-            T::NAME,
+            T::CAPSULE_NAME,
             obj.get_type()
                 .name()
                 .map(|n| n.to_string())
@@ -229,7 +174,7 @@ fn capsule_pointer<T: CapsuleStruct>(obj: &Bound<'_, PyAny>) -> PyResult<*mut T>
         )));
     }
     // SAFETY: a valid capsule of that name.
-    let raw = unsafe { ffi::PyCapsule_GetPointer(obj.as_ptr(), T::NAME.as_ptr()) };
+    let raw = unsafe { ffi::PyCapsule_GetPointer(obj.as_ptr(), T::CAPSULE_NAME.as_ptr()) };
     if raw.is_null() {
         return Err(PyErr::fetch(obj.py()));
     }

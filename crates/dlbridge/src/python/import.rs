@@ -11,6 +11,7 @@ use crate::cuda;
 use crate::device::{Device, DeviceType};
 use crate::error::Error;
 use crate::ffi::dlpack::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
+use crate::python::protocols::Protocols;
 use crate::python::{
     array_interface, arrow, buffer, call, capsule, cuda_array_interface, protocols, torch,
 };
@@ -34,7 +35,18 @@ pub fn from_object_named(
     device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<(Tensor, CellNames)> {
-    let (tensor, names) = import_named(obj, device, copy)?;
+    from_object_with(obj, None, device, copy)
+}
+
+/// [`from_object_named`] for a caller that has already looked up `obj`'s protocols (`offers`;
+/// the lookup is then not repeated).
+pub fn from_object_with(
+    obj: &Bound<'_, PyAny>,
+    offers: Option<Protocols>,
+    device: Option<Device>,
+    copy: Option<bool>,
+) -> PyResult<(Tensor, CellNames)> {
+    let (tensor, names) = import_named(obj, offers, device, copy)?;
     match apply_policy(&tensor, device, copy)? {
         None => Ok((tensor, names)),
         Some(copied) => Ok((copied, names)),
@@ -51,12 +63,26 @@ pub fn import(
     device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<Tensor> {
-    Ok(import_named(obj, device, copy)?.0)
+    Ok(import_named(obj, None, device, copy)?.0)
+}
+
+/// A NumPy array read in place, as its `__dlpack__` would describe it (on the CPU, so only
+/// when no other device is asked for); `None` for anything else, which takes the general path.
+pub fn numpy_array(
+    obj: &Bound<'_, PyAny>,
+    offers: &Protocols,
+    device: Option<Device>,
+) -> PyResult<Option<Tensor>> {
+    match (offers.numpy_ndarray, device) {
+        (Some(api), None | Some(Device::CPU)) => api.import(obj),
+        _ => Ok(None),
+    }
 }
 
 /// [`import`], with the names of an Arrow `fixed_shape_tensor`'s cell dimensions.
 fn import_named(
     obj: &Bound<'_, PyAny>,
+    offers: Option<Protocols>,
     device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<(Tensor, CellNames)> {
@@ -65,13 +91,12 @@ fn import_named(
     if capsule::is_capsule(obj) {
         return unnamed(capsule::consume(obj)?);
     }
-    let offers = protocols::of(obj)?;
-    // NumPy arrays are read in place, as their `__dlpack__` would describe them (on the CPU,
-    // so only when no other device is asked for); what it might describe otherwise goes on.
-    if let (Some(api), None | Some(Device::CPU)) = (offers.numpy_ndarray, device) {
-        if let Some(tensor) = api.import(obj)? {
-            return unnamed(tensor);
-        }
+    let offers = match offers {
+        Some(offers) => offers,
+        None => protocols::of(obj)?,
+    };
+    if let Some(tensor) = numpy_array(obj, &offers, device)? {
+        return unnamed(tensor);
     }
     if offers.torch_tensor {
         torch::check_exportable(obj)?;

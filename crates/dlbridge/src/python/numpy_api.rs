@@ -297,16 +297,13 @@ impl Api {
             dims[nd + i] = s as isize * item;
         }
         let flags = if tensor.readonly() { 0 } else { WRITEABLE };
-        // SAFETY: slots 45, 94 and 282 have these signatures in both known ABIs; the GIL is
-        // held (`py`). DescrFromType returns a new reference that NewFromDescr steals (also on
-        // failure); the shape and strides outlive the call, which copies them; the memory at
-        // `data_ptr` spans the layout (a validated tensor) while `base` lives, and is only
-        // writable through the array when the tensor is. SetBaseObject steals the reference
-        // to `base` (also on failure, where the array is released).
-        unsafe {
+        // The memory at `data_ptr` spans the layout (a validated tensor) while `base` lives, and
+        // is writable through the array only when the tensor is.
+        // SAFETY: slots 45 and 94 have these signatures in both known ABIs; the GIL is held.
+        // NewFromDescr steals the descriptor (also on failure) and copies the shape and strides.
+        let array = unsafe {
             let descr_from_type: DescrFromTypeFn = std::mem::transmute(self.slot(DESCR_FROM_TYPE));
             let new_from_descr: NewFromDescrFn = std::mem::transmute(self.slot(NEW_FROM_DESCR));
-            let set_base: SetBaseObjectFn = std::mem::transmute(self.slot(SET_BASE_OBJECT));
             let descr = descr_from_type(type_num);
             if descr.is_null() {
                 return Err(PyErr::fetch(py));
@@ -321,12 +318,18 @@ impl Api {
                 flags,
                 std::ptr::null_mut(),
             );
-            let array = Bound::from_owned_ptr_or_err(py, array)?;
-            if set_base(array.as_ptr(), base.into_ptr()) < 0 {
-                return Err(PyErr::fetch(py));
-            }
-            Ok(Some(array))
+            Bound::from_owned_ptr_or_err(py, array)?
+        };
+        // SAFETY: slot 282 has this signature in both known ABIs; it steals the reference to
+        // `base` (also on failure, where the array is released with it).
+        let status = unsafe {
+            let set_base: SetBaseObjectFn = std::mem::transmute(self.slot(SET_BASE_OBJECT));
+            set_base(array.as_ptr(), base.into_ptr())
+        };
+        if status < 0 {
+            return Err(PyErr::fetch(py));
         }
+        Ok(Some(array))
     }
 }
 
