@@ -333,6 +333,23 @@ def test_asks_max_version_1_3_first(collect):
     assert p.finalize() == 1
 
 
+def test_reassigned_dlpack_method_is_called(collect):
+    # Protocols are cached per type; the method itself is cached only for immutable types
+    # whose instances have no __dict__. A Python class can swap its __dlpack__ at any time.
+    a, b = make("float32", (3,)), make("int16", (2, 2))
+
+    class Producer:
+        def __dlpack__(self, **kw):
+            return a.__dlpack__(**kw)
+
+    p = Producer()
+    assert_tensor_like(dlbridge.from_dlpack(p), a)
+    Producer.__dlpack__ = lambda self, **kw: b.__dlpack__(**kw)
+    assert_tensor_like(dlbridge.from_dlpack(p), b)
+    p.__dlpack__ = lambda **kw: a.__dlpack__(**kw)  # an instance attribute wins, as in p.__dlpack__()
+    assert_tensor_like(dlbridge.from_dlpack(p), a)
+
+
 def test_copy_and_device_forwarded_to_producer(collect):
     a = make("float32", (2, 2))
 

@@ -18,13 +18,24 @@ extern "C" {
         nargsf: usize,
         kwnames: *mut ffi::PyObject,
     ) -> *mut ffi::PyObject;
+    // The same (public since 3.9, stable ABI since 3.12).
+    fn PyObject_Vectorcall(
+        callable: *mut ffi::PyObject,
+        args: *const *mut ffi::PyObject,
+        nargsf: usize,
+        kwnames: *mut ffi::PyObject,
+    ) -> *mut ffi::PyObject;
 }
 
 static KWNAMES: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
 static MAX_VERSION: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
 
-/// `obj.__dlpack__(max_version=(1, 3))`.
-pub fn dlpack_with_max_version<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+/// `obj.__dlpack__(max_version=(1, 3))`; `method`, when given, is the function that call
+/// resolves to (called with `obj` as its first argument, without looking it up).
+pub fn dlpack_with_max_version<'py>(
+    obj: &Bound<'py, PyAny>,
+    method: Option<&Py<PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let py = obj.py();
     let kwnames =
         KWNAMES.get_or_try_init(py, || PyTuple::new(py, ["max_version"]).map(Bound::unbind))?;
@@ -32,14 +43,18 @@ pub fn dlpack_with_max_version<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'
         PyTuple::new(py, [DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION]).map(Bound::unbind)
     })?;
     let args = [obj.as_ptr(), version.as_ptr()];
-    let name = intern!(py, "__dlpack__");
-    // SAFETY: the GIL is held; `args` holds `self` then one keyword value, all borrowed and
-    // alive for the call; `kwnames` is a tuple of one str; the result is a new reference or
-    // NULL with an exception set.
-    unsafe {
-        let result = PyObject_VectorcallMethod(name.as_ptr(), args.as_ptr(), 1, kwnames.as_ptr());
-        Bound::from_owned_ptr_or_err(py, result)
-    }
+    let result = match method {
+        // SAFETY: the GIL is held; `method` is a live callable; `args` holds `self` then one
+        // keyword value, all borrowed and alive for the call; `kwnames` is a tuple of one str.
+        Some(m) => unsafe { PyObject_Vectorcall(m.as_ptr(), args.as_ptr(), 1, kwnames.as_ptr()) },
+        // SAFETY: as above, with the method looked up by name on `args[0]`.
+        None => unsafe {
+            let name = intern!(py, "__dlpack__");
+            PyObject_VectorcallMethod(name.as_ptr(), args.as_ptr(), 1, kwnames.as_ptr())
+        },
+    };
+    // SAFETY: the result is a new reference or NULL with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(py, result) }
 }
 
 /// `obj.name()`, without creating a bound method.

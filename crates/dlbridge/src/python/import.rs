@@ -113,7 +113,7 @@ fn import_named(
     // arrays: pyarrow's capsule has a NULL data pointer there, which NumPy then exports as a
     // writable array, where the Arrow path keeps the (read-only) buffer's address.
     if offers.pyarrow_primitive {
-        match call::dlpack_with_max_version(obj) {
+        match call::dlpack_with_max_version(obj, offers.dlpack_method) {
             Ok(capsule) => {
                 let tensor = capsule::consume(&capsule)?;
                 if tensor.size() > 0 {
@@ -137,7 +137,7 @@ fn import_named(
         return Ok((imported.values, imported.dim_names));
     }
     if offers.dlpack {
-        return unnamed(import_dlpack(obj, device, copy)?);
+        return unnamed(import_dlpack(obj, offers.dlpack_method, device, copy)?);
     }
     if offers.cuda_array_interface {
         return unnamed(import_cuda_array_interface(
@@ -157,7 +157,7 @@ fn import_named(
     // The type offers nothing; the instance may (an `__array_interface__` set in `__init__`,
     // as NumPy's documentation shows, or a `__dlpack__` attached to one object).
     if obj.getattr_opt(intern!(py, "__dlpack__"))?.is_some() {
-        return unnamed(import_dlpack(obj, device, copy)?);
+        return unnamed(import_dlpack(obj, None, device, copy)?);
     }
     if let Some(iface) = obj.getattr_opt(intern!(py, "__cuda_array_interface__"))? {
         return unnamed(import_cuda_array_interface(obj, &iface)?);
@@ -203,8 +203,10 @@ fn is_keyword_type_error(py: Python<'_>, err: &PyErr) -> bool {
             .unwrap_or(false)
 }
 
+/// `obj`'s DLPack export (`method`: its `__dlpack__` function, when known for its type).
 fn import_dlpack(
     obj: &Bound<'_, PyAny>,
+    method: Option<&Py<PyAny>>,
     device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<Tensor> {
@@ -217,7 +219,7 @@ fn import_dlpack(
     // A copy of data the host cannot reach is the producer's to make (it knows its device).
     let target = device.or_else(|| here.filter(|h| copy == Some(true) && !h.is_host_accessible()));
     let Some(target) = target else {
-        let capsule = match call::dlpack_with_max_version(obj) {
+        let capsule = match call::dlpack_with_max_version(obj, method) {
             Ok(c) => c,
             Err(err) if is_keyword_type_error(py, &err) => {
                 obj.call_method0(intern!(py, "__dlpack__"))?

@@ -8,9 +8,10 @@
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 
+use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyType;
+use pyo3::types::{PyString, PyType};
 
 use crate::python::exchange::{self, Api};
 use crate::python::{numpy_api, torch};
@@ -22,6 +23,9 @@ pub struct Protocols {
     pub exchange: Option<Api>,
     /// `__dlpack__`.
     pub dlpack: bool,
+    /// The function every `obj.__dlpack__(...)` of this type calls, when that cannot change
+    /// (see [`fixed_method`]): calling it directly skips the attribute lookup.
+    pub dlpack_method: Option<&'static Py<PyAny>>,
     /// `__cuda_array_interface__`.
     pub cuda_array_interface: bool,
     /// `__arrow_c_device_array__`.
@@ -99,6 +103,7 @@ fn discover(ty: &Bound<'_, PyType>) -> PyResult<Protocols> {
     Ok(Protocols {
         exchange: exchange::discover(ty)?,
         dlpack: ty.hasattr(intern!(py, "__dlpack__"))?,
+        dlpack_method: fixed_method(ty, intern!(py, "__dlpack__"))?,
         cuda_array_interface: ty.hasattr(intern!(py, "__cuda_array_interface__"))?,
         arrow_device_array: ty.hasattr(intern!(py, "__arrow_c_device_array__"))?,
         arrow_array: ty.hasattr(intern!(py, "__arrow_c_array__"))?,
@@ -109,6 +114,41 @@ fn discover(ty: &Bound<'_, PyType>) -> PyResult<Protocols> {
         numpy_ndarray: numpy_api::Api::for_exact_ndarray(ty),
         pyarrow_primitive: is_pyarrow_primitive(ty),
     })
+}
+
+/// The function that `obj.name(...)` calls for every instance `obj` of `ty`, when nothing can
+/// change that: the type is immutable (its attributes cannot be reassigned), its instances have
+/// no `__dict__` (no instance attribute can shadow the method), and the attribute found first
+/// on the MRO is a method descriptor (which `obj.name` binds to `obj`, so that calling it with
+/// `obj` as the first argument is the same call). Leaked, like the cache entries: it lives as
+/// long as the type, which the cache holds for the rest of the process.
+fn fixed_method(
+    ty: &Bound<'_, PyType>,
+    name: &Bound<'_, PyString>,
+) -> PyResult<Option<&'static Py<PyAny>>> {
+    let py = ty.py();
+    let flags =
+        |t: &Bound<'_, PyAny>| -> PyResult<u64> { t.getattr(intern!(py, "__flags__"))?.extract() };
+    if flags(ty.as_any())? & ffi::Py_TPFLAGS_IMMUTABLETYPE == 0
+        || ty
+            .getattr(intern!(py, "__dictoffset__"))?
+            .extract::<isize>()?
+            != 0
+    {
+        return Ok(None);
+    }
+    for class in ty.mro().iter() {
+        let namespace = class.getattr(intern!(py, "__dict__"))?;
+        if !namespace.contains(name)? {
+            continue;
+        }
+        let attr = namespace.get_item(name)?;
+        if flags(attr.get_type().as_any())? & ffi::Py_TPFLAGS_METHOD_DESCRIPTOR == 0 {
+            return Ok(None);
+        }
+        return Ok(Some(Box::leak(Box::new(attr.unbind()))));
+    }
+    Ok(None)
 }
 
 /// pyarrow's array classes for integers and floats, in module `pyarrow.lib`; subclasses
