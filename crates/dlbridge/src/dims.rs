@@ -27,6 +27,21 @@ impl<const N: usize> Dims<N> {
         }
     }
 
+    /// `len` values written by `fill` (which gets them zeroed), and what `fill` returns. Lets
+    /// a caller compute the values in place rather than build them elsewhere and copy them.
+    #[inline(always)]
+    pub(crate) fn build<R>(len: usize, fill: impl FnOnce(&mut [i64]) -> R) -> (Self, R) {
+        if len <= N {
+            let mut values = [0; N];
+            let r = fill(&mut values[..len]);
+            (Dims::Inline(len as u8, values), r)
+        } else {
+            let mut values = vec![0; len].into_boxed_slice();
+            let r = fill(&mut values);
+            (Dims::Heap(values), r)
+        }
+    }
+
     /// The values.
     pub(crate) fn as_slice(&self) -> &[i64] {
         match self {
@@ -57,5 +72,20 @@ mod tests {
         assert!(matches!(big, Dims::Heap(_)));
         assert_eq!(big.as_slice(), &[1, 2, 3, 6, 3, 1]);
         assert_eq!(Dims::<4>::new(&[], &[]).as_slice(), &[] as &[i64]);
+    }
+
+    #[test]
+    fn built_in_place() {
+        for len in [0, 3, 4, 5, 9] {
+            let (d, seen) = Dims::<4>::build(len, |values| {
+                let seen = values.to_vec();
+                values.iter_mut().zip(1..).for_each(|(v, i)| *v = i);
+                seen
+            });
+            assert_eq!(matches!(d, Dims::Inline(..)), len <= 4);
+            assert_eq!(seen, vec![0; len]);
+            let expected: Vec<i64> = (1..=len as i64).collect();
+            assert_eq!(d.as_slice(), expected.as_slice());
+        }
     }
 }

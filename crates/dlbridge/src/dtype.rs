@@ -192,26 +192,32 @@ impl DType {
     /// A validated dtype: the code must be known, `bits` valid for it and `lanes >= 1`.
     /// Unknown or invalid combinations are a [`Error::UnsupportedDType`] (BufferError).
     pub fn new(code: TypeCode, bits: u8, lanes: u16) -> Result<Self> {
-        let unsupported = |reason: &str| Error::UnsupportedDType {
+        if lanes != 0 && index(code, bits).is_some() {
+            Ok(Self { code, bits, lanes })
+        } else {
+            Err(Self::refusal(code, bits, lanes))
+        }
+    }
+
+    /// Why `(code, bits, lanes)` is not a dtype (out of line: only bad input gets here).
+    #[cold]
+    #[inline(never)]
+    fn refusal(code: TypeCode, bits: u8, lanes: u16) -> Error {
+        let reason = if code == TypeCode::OPAQUE_HANDLE {
+            "kDLOpaqueHandle has no defined element layout"
+        } else if lanes == 0 {
+            "lanes must be at least 1"
+        } else if TABLE.iter().any(|e| e.code == code) {
+            "this bit width is not valid for the type code"
+        } else {
+            "unknown type code (from a newer DLPack?)"
+        };
+        Error::UnsupportedDType {
             code: code.0,
             bits,
             lanes,
             reason: reason.to_owned(),
-        };
-        if code == TypeCode::OPAQUE_HANDLE {
-            return Err(unsupported("kDLOpaqueHandle has no defined element layout"));
         }
-        if lanes == 0 {
-            return Err(unsupported("lanes must be at least 1"));
-        }
-        if index(code, bits).is_none() {
-            return Err(if TABLE.iter().any(|e| e.code == code) {
-                unsupported("this bit width is not valid for the type code")
-            } else {
-                unsupported("unknown type code (from a newer DLPack?)")
-            });
-        }
-        Ok(Self { code, bits, lanes })
     }
 
     /// Validate a raw `DLDataType`.
@@ -478,6 +484,35 @@ mod tests {
         assert!(DType::new(TypeCode(18), 8, 1).is_err());
         assert!(DType::new(TypeCode::OPAQUE_HANDLE, 64, 1).is_err());
         assert!(DType::new(TypeCode::INT, 32, 0).is_err());
+    }
+
+    #[test]
+    fn refusals_give_their_reason() {
+        let reason = |code, bits, lanes| match DType::new(TypeCode(code), bits, lanes) {
+            Err(Error::UnsupportedDType {
+                code: c,
+                bits: b,
+                lanes: l,
+                reason,
+            }) if (c, b, l) == (code, bits, lanes) => reason,
+            other => panic!("({code}, {bits}, {lanes}): {other:?}"),
+        };
+        assert_eq!(
+            reason(3, 64, 1),
+            "kDLOpaqueHandle has no defined element layout"
+        );
+        // The opaque handle is named first, then lanes, then the bit width.
+        assert_eq!(
+            reason(3, 64, 0),
+            "kDLOpaqueHandle has no defined element layout"
+        );
+        assert_eq!(reason(2, 32, 0), "lanes must be at least 1");
+        assert_eq!(reason(200, 8, 0), "lanes must be at least 1");
+        assert_eq!(
+            reason(2, 8, 1),
+            "this bit width is not valid for the type code"
+        );
+        assert_eq!(reason(18, 8, 1), "unknown type code (from a newer DLPack?)");
     }
 
     #[test]

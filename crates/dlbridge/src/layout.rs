@@ -8,9 +8,9 @@ use crate::error::{Error, Result};
 /// Most dimensions a layout may have (the buffer protocol's `PyBUF_MAX_NDIM`).
 pub const MAX_NDIM: usize = 64;
 
-/// Shape followed by strides; up to 2 dimensions live inline (no allocation). Kept small so a
-/// `Tensor` moves cheaply.
-type Dims = crate::dims::Dims<4>;
+/// Shape followed by strides; up to 4 dimensions live inline (no allocation for the tensors
+/// that dominate exchange traffic).
+type Dims = crate::dims::Dims<8>;
 
 /// A validated shape and strides (in elements). Strides are always present.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,8 +19,13 @@ pub struct Layout {
     size: usize,
 }
 
-fn invalid(msg: String) -> Error {
-    Error::InvalidLayout(msg)
+/// The lowest (`<= 0`) and highest (`>= 0`) element offsets a layout reaches from its first
+/// element; both 0 when it is empty. What [`Layout::min_offset`] and [`Layout::max_offset`]
+/// return, known for free while validating.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Reach {
+    pub lo: i64,
+    pub hi: i64,
 }
 
 /// Row-major strides (in elements) for `shape`, or `None` on overflow. Dims of extent 0 are
@@ -46,85 +51,150 @@ pub fn f_strides(shape: &[i64]) -> Option<Vec<i64>> {
     Some(strides)
 }
 
+/// Running checks over the extents: no negative extent, and the dense strides must exist even
+/// for zero-size layouts (copies and exports use them), so the product of the extents, zeros
+/// counted as ones, must fit. The element count never exceeds that product. Failures are only
+/// flagged here (no branch per dimension); [`extent_error`] says which.
+struct Extents {
+    dense: i64,
+    size: i64,
+    bad: bool,
+}
+
+impl Extents {
+    const START: Self = Self {
+        dense: 1,
+        size: 1,
+        bad: false,
+    };
+
+    /// Take the next extent.
+    #[inline(always)]
+    fn push(&mut self, n: i64) {
+        let (dense, wrapped) = self.dense.overflowing_mul(n.max(1));
+        self.dense = dense;
+        self.size = self.size.wrapping_mul(n);
+        self.bad |= wrapped | (n < 0);
+    }
+
+    /// The element count of `shape`, once each of its extents was pushed.
+    #[inline(always)]
+    fn size(&self, shape: &[i64]) -> Result<usize> {
+        if self.bad {
+            return Err(extent_error(shape));
+        }
+        usize::try_from(self.size).map_err(|_| shape_error(shape, "too large"))
+    }
+}
+
 impl Layout {
     /// Validate `shape` and `strides` (elements; `None` = C-contiguous) for elements of
     /// `itemsize` bytes.
     pub fn new(shape: &[i64], strides: Option<&[i64]>, itemsize: usize) -> Result<Self> {
-        if shape.len() > MAX_NDIM {
-            return Err(invalid(format!(
-                "ndim {} exceeds the maximum of {MAX_NDIM}",
-                shape.len()
-            )));
+        Self::with_reach(shape, strides, itemsize).map(|(layout, _)| layout)
+    }
+
+    /// [`Layout::new`], also returning the [`Reach`]. One pass over the dimensions checks the
+    /// extents and strides, computes the size and reach, and writes shape and strides straight
+    /// into the layout (no allocation up to 4 dimensions). Errors are built out of line.
+    #[inline(always)]
+    pub(crate) fn with_reach(
+        shape: &[i64],
+        strides: Option<&[i64]>,
+        itemsize: usize,
+    ) -> Result<(Self, Reach)> {
+        let ndim = shape.len();
+        if ndim > MAX_NDIM {
+            return Err(too_many_dims(ndim));
         }
-        if let Some(s) = strides.filter(|s| s.len() != shape.len()) {
-            return Err(invalid(format!(
-                "{} strides for {} dimensions",
-                s.len(),
-                shape.len()
-            )));
+        if let Some(s) = strides.filter(|s| s.len() != ndim) {
+            return Err(stride_count(s.len(), ndim));
         }
-        // One pass over the extents: no negative extent, and the dense strides must exist even
-        // for zero-size layouts (copies and exports use them), so the product of the extents,
-        // zeros counted as ones, must fit. The element count is at most that product.
-        let mut dense: i64 = 1;
-        let mut size: i64 = 1;
-        for (i, &n) in shape.iter().enumerate() {
-            if n < 0 {
-                return Err(invalid(format!(
-                    "negative extent {n} in dimension {i} of shape {shape:?}"
-                )));
+        let (dims, checked) = Dims::build(
+            2 * ndim,
+            #[inline(always)]
+            |values| Self::fill(shape, strides, itemsize, values),
+        );
+        let (size, reach) = checked?;
+        Ok((Self { dims, size }, reach))
+    }
+
+    /// The body of [`Layout::with_reach`]: check the dimensions, write shape then strides
+    /// (copied, or computed when `strides` is `None`) into `values`, and return the size and
+    /// reach.
+    #[inline(always)]
+    fn fill(
+        shape: &[i64],
+        strides: Option<&[i64]>,
+        itemsize: usize,
+        values: &mut [i64],
+    ) -> Result<(usize, Reach)> {
+        let (out_shape, out_strides) = values.split_at_mut(shape.len());
+        let mut extents = Extents::START;
+        Ok(match strides {
+            None => {
+                for (out, &n) in out_shape.iter_mut().zip(shape) {
+                    extents.push(n);
+                    *out = n;
+                }
+                let size = extents.size(shape)?;
+                // Row-major strides; every partial product is below the dense product.
+                let mut acc = 1i64;
+                for (s, &n) in out_strides.iter_mut().zip(shape).rev() {
+                    *s = acc;
+                    acc *= n.max(1);
+                }
+                // C-contiguous: the elements span exactly `size` items.
+                if size
+                    .checked_mul(itemsize.max(1))
+                    .is_none_or(|b| b > isize::MAX as usize)
+                {
+                    return Err(shape_error(shape, "spans more memory than can exist"));
+                }
+                let hi = size.saturating_sub(1) as i64;
+                (size, Reach { lo: 0, hi })
             }
-            dense = dense
-                .checked_mul(n.max(1))
-                .ok_or_else(|| invalid(format!("shape {shape:?} overflows")))?;
-            size *= n;
-        }
-        let size =
-            usize::try_from(size).map_err(|_| invalid(format!("shape {shape:?} too large")))?;
-        let Some(strides) = strides else {
-            // C-contiguous: the elements span exactly `size` items.
-            if size
-                .checked_mul(itemsize.max(1))
-                .is_none_or(|b| b > isize::MAX as usize)
-            {
-                return Err(invalid(format!(
-                    "shape {shape:?} spans more memory than can exist"
-                )));
+            Some(strides) => {
+                // `(extent - 1) * stride` summed per sign, with an overflow flag rather than a
+                // branch per dimension; it only matters when the layout is not empty (a zero
+                // extent makes any strides harmless).
+                let (mut lo, mut hi, mut wrapped) = (0i64, 0i64, false);
+                let dims = out_shape
+                    .iter_mut()
+                    .zip(out_strides)
+                    .zip(shape.iter().zip(strides));
+                for ((out_n, out_s), (&n, &s)) in dims {
+                    extents.push(n);
+                    *out_n = n;
+                    *out_s = s;
+                    // (A negative `n` is flagged by `extents`; wrapping keeps it from panicking.)
+                    let (r, mul_wrapped) = n.wrapping_sub(1).overflowing_mul(s);
+                    let (l, lo_wrapped) = lo.overflowing_add(r.min(0));
+                    let (h, hi_wrapped) = hi.overflowing_add(r.max(0));
+                    (lo, hi) = (l, h);
+                    wrapped |= mul_wrapped | lo_wrapped | hi_wrapped;
+                }
+                let size = extents.size(shape)?;
+                if size == 0 {
+                    (size, Reach { lo: 0, hi: 0 })
+                } else {
+                    if wrapped {
+                        return Err(reach_overflow(shape, strides));
+                    }
+                    // Every element address must fit: the span from the lowest to the highest
+                    // reachable element, in bytes, within isize::MAX.
+                    let span_bytes = hi
+                        .checked_sub(lo)
+                        .and_then(|d| d.checked_add(1))
+                        .and_then(|e| usize::try_from(e).ok())
+                        .and_then(|e| e.checked_mul(itemsize.max(1)))
+                        .filter(|b| *b <= isize::MAX as usize);
+                    if span_bytes.is_none() {
+                        return Err(span_too_large(shape, strides));
+                    }
+                    (size, Reach { lo, hi })
+                }
             }
-            let strides = c_strides(shape).expect("the dense product fits");
-            return Ok(Self {
-                dims: Dims::new(shape, &strides),
-                size,
-            });
-        };
-        if size > 0 {
-            // Every element address must fit: the span from the lowest to the highest
-            // reachable element, in bytes, within isize::MAX.
-            let (mut lo, mut hi) = (0i64, 0i64);
-            for (&n, &s) in shape.iter().zip(strides) {
-                let reach = (n - 1)
-                    .checked_mul(s)
-                    .ok_or_else(|| invalid(format!("stride {s} with extent {n} overflows")))?;
-                let side = if reach < 0 { &mut lo } else { &mut hi };
-                *side = side
-                    .checked_add(reach)
-                    .ok_or_else(|| invalid(format!("strides {strides:?} overflow")))?;
-            }
-            let span_bytes = hi
-                .checked_sub(lo)
-                .and_then(|d| d.checked_add(1))
-                .and_then(|e| usize::try_from(e).ok())
-                .and_then(|e| e.checked_mul(itemsize.max(1)))
-                .filter(|b| *b <= isize::MAX as usize);
-            if span_bytes.is_none() {
-                return Err(invalid(format!(
-                    "shape {shape:?} with strides {strides:?} spans more memory than can exist"
-                )));
-            }
-        }
-        Ok(Self {
-            dims: Dims::new(shape, strides),
-            size,
         })
     }
 
@@ -151,15 +221,23 @@ impl Layout {
     }
     /// Lowest element offset reachable from the first element (`<= 0`; 0 when empty).
     pub fn min_offset(&self) -> i64 {
-        self.reach().filter(|r| *r < 0).sum()
+        self.reaches().filter(|r| *r < 0).sum()
     }
     /// Highest element offset reachable from the first element (`>= 0`; 0 when empty).
     pub fn max_offset(&self) -> i64 {
-        self.reach().filter(|r| *r > 0).sum()
+        self.reaches().filter(|r| *r > 0).sum()
+    }
+
+    /// Both extreme offsets (see [`Reach`]).
+    pub(crate) fn reach(&self) -> Reach {
+        Reach {
+            lo: self.min_offset(),
+            hi: self.max_offset(),
+        }
     }
 
     /// `(extent - 1) * stride` per dimension (nothing when empty); validated not to overflow.
-    fn reach(&self) -> impl Iterator<Item = i64> + '_ {
+    fn reaches(&self) -> impl Iterator<Item = i64> + '_ {
         let empty = self.size == 0;
         self.shape()
             .iter()
@@ -189,6 +267,72 @@ impl Layout {
             self.strides().into()
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn too_many_dims(ndim: usize) -> Error {
+    Error::InvalidLayout(format!("ndim {ndim} exceeds the maximum of {MAX_NDIM}"))
+}
+
+#[cold]
+#[inline(never)]
+fn stride_count(strides: usize, ndim: usize) -> Error {
+    Error::InvalidLayout(format!("{strides} strides for {ndim} dimensions"))
+}
+
+/// The first extent, in order, that is negative or makes the dense product overflow (the fast
+/// path only knows that one did).
+#[cold]
+#[inline(never)]
+fn extent_error(shape: &[i64]) -> Error {
+    let mut dense = 1i64;
+    for (i, &n) in shape.iter().enumerate() {
+        if n < 0 {
+            return Error::InvalidLayout(format!(
+                "negative extent {n} in dimension {i} of shape {shape:?}"
+            ));
+        }
+        match dense.checked_mul(n.max(1)) {
+            Some(d) => dense = d,
+            None => return shape_error(shape, "overflows"),
+        }
+    }
+    unreachable!("extent_error is only called after a bad extent")
+}
+
+/// `shape {shape:?} {what}`.
+#[cold]
+#[inline(never)]
+fn shape_error(shape: &[i64], what: &str) -> Error {
+    Error::InvalidLayout(format!("shape {shape:?} {what}"))
+}
+
+/// The first dimension, in order, whose reach or running sum overflows (the fast path only
+/// knows that one did).
+#[cold]
+#[inline(never)]
+fn reach_overflow(shape: &[i64], strides: &[i64]) -> Error {
+    let (mut lo, mut hi) = (0i64, 0i64);
+    for (&n, &s) in shape.iter().zip(strides) {
+        let Some(reach) = (n - 1).checked_mul(s) else {
+            return Error::InvalidLayout(format!("stride {s} with extent {n} overflows"));
+        };
+        let side = if reach < 0 { &mut lo } else { &mut hi };
+        match side.checked_add(reach) {
+            Some(sum) => *side = sum,
+            None => return Error::InvalidLayout(format!("strides {strides:?} overflow")),
+        }
+    }
+    unreachable!("reach_overflow is only called after an overflow")
+}
+
+#[cold]
+#[inline(never)]
+fn span_too_large(shape: &[i64], strides: &[i64]) -> Error {
+    Error::InvalidLayout(format!(
+        "shape {shape:?} with strides {strides:?} spans more memory than can exist"
+    ))
 }
 
 fn dense<'a>(dims: impl Iterator<Item = (&'a i64, &'a i64)>) -> bool {
@@ -268,7 +412,168 @@ mod tests {
         lo == l.min_offset() && hi == l.max_offset()
     }
 
+    /// Shape, strides, size and reach of an accepted layout, or the message of the refusal.
+    type Checked = std::result::Result<(Vec<i64>, Vec<i64>, usize, Reach), String>;
+
+    /// Shape, strides (`None`: C-contiguous) and item size.
+    type Case<'a> = (&'a [i64], Option<&'a [i64]>, usize);
+
+    /// The straightforward validation `Layout::with_reach` replaced (several passes, errors
+    /// built in place): shape, strides, size and reach, or the error message.
+    fn reference(shape: &[i64], strides: Option<&[i64]>, itemsize: usize) -> Checked {
+        if shape.len() > MAX_NDIM {
+            return Err(format!(
+                "ndim {} exceeds the maximum of {MAX_NDIM}",
+                shape.len()
+            ));
+        }
+        if let Some(s) = strides.filter(|s| s.len() != shape.len()) {
+            return Err(format!(
+                "{} strides for {} dimensions",
+                s.len(),
+                shape.len()
+            ));
+        }
+        let mut dense: i64 = 1;
+        let mut size: i64 = 1;
+        for (i, &n) in shape.iter().enumerate() {
+            if n < 0 {
+                return Err(format!(
+                    "negative extent {n} in dimension {i} of shape {shape:?}"
+                ));
+            }
+            dense = dense
+                .checked_mul(n.max(1))
+                .ok_or_else(|| format!("shape {shape:?} overflows"))?;
+            size *= n;
+        }
+        let size = usize::try_from(size).map_err(|_| format!("shape {shape:?} too large"))?;
+        let strides = match strides {
+            Some(s) => s.to_vec(),
+            None => {
+                if size
+                    .checked_mul(itemsize.max(1))
+                    .is_none_or(|b| b > isize::MAX as usize)
+                {
+                    return Err(format!("shape {shape:?} spans more memory than can exist"));
+                }
+                c_strides(shape).unwrap()
+            }
+        };
+        let (mut lo, mut hi) = (0i64, 0i64);
+        if size > 0 {
+            for (&n, &s) in shape.iter().zip(&strides) {
+                let reach = (n - 1)
+                    .checked_mul(s)
+                    .ok_or_else(|| format!("stride {s} with extent {n} overflows"))?;
+                let side = if reach < 0 { &mut lo } else { &mut hi };
+                *side = side
+                    .checked_add(reach)
+                    .ok_or_else(|| format!("strides {strides:?} overflow"))?;
+            }
+            let span_bytes = hi
+                .checked_sub(lo)
+                .and_then(|d| d.checked_add(1))
+                .and_then(|e| usize::try_from(e).ok())
+                .and_then(|e| e.checked_mul(itemsize.max(1)))
+                .filter(|b| *b <= isize::MAX as usize);
+            if span_bytes.is_none() {
+                return Err(format!(
+                    "shape {shape:?} with strides {strides:?} spans more memory than can exist"
+                ));
+            }
+        }
+        Ok((shape.to_vec(), strides, size, Reach { lo, hi }))
+    }
+
+    /// `Layout::with_reach` in the same terms as [`reference`].
+    fn checked(shape: &[i64], strides: Option<&[i64]>, itemsize: usize) -> Checked {
+        match Layout::with_reach(shape, strides, itemsize) {
+            Ok((l, reach)) => {
+                assert_eq!(reach, l.reach(), "the reach is what min/max_offset compute");
+                Ok((l.shape().to_vec(), l.strides().to_vec(), l.size(), reach))
+            }
+            Err(Error::InvalidLayout(msg)) => Err(msg),
+            Err(e) => panic!("not a layout error: {e:?}"),
+        }
+    }
+
+    #[test]
+    fn every_refusal_matches_the_reference() {
+        let m = i64::MAX;
+        let cases: &[Case] = &[
+            (&[1; 65], None, 4),
+            (&[2, 2], Some(&[1]), 4),
+            (&[2, -3], None, 4),
+            (&[2, -3], Some(&[1, 1]), 4),
+            (&[i64::MIN, 3], Some(&[1, 1]), 4),
+            (&[1 << 40, 1 << 40], None, 4),
+            // The overflow comes before the negative extent, and wins.
+            (&[1 << 40, 1 << 40, -1], Some(&[1, 1, 1]), 4),
+            (&[-1, 1 << 40, 1 << 40], Some(&[1, 1, 1]), 4),
+            (&[0, 1 << 62, 4], Some(&[1, 1, 1]), 4),
+            (&[1 << 62], None, 4),
+            (&[2, 3], Some(&[m / 2 + 1, 1]), 4),
+            (&[3, 3], Some(&[m / 2, m / 2]), 1),
+            (&[3, 3], Some(&[-m / 2, -m / 2]), 1),
+            (&[2, 2], Some(&[m, 1]), 1),
+            (&[3, 3], Some(&[m / 2, -m / 2]), 1),
+            (&[1 << 40, 1 << 20], Some(&[1, 1 << 40]), 16),
+        ];
+        for &(shape, strides, itemsize) in cases {
+            let want = reference(shape, strides, itemsize);
+            assert!(want.is_err(), "{shape:?} {strides:?}");
+            assert_eq!(
+                checked(shape, strides, itemsize),
+                want,
+                "{shape:?} {strides:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn inline_up_to_four_dimensions() {
+        for ndim in 0..=6 {
+            let shape = vec![2; ndim];
+            let l = Layout::new(&shape, None, 4).unwrap();
+            assert_eq!(matches!(l.dims, Dims::Inline(..)), ndim <= 4, "{ndim}");
+            assert_eq!(l.strides(), c_strides(&shape).unwrap().as_slice());
+        }
+    }
+
+    /// Extents and strides: mostly small, sometimes extreme.
+    fn value() -> impl Strategy<Value = i64> {
+        prop_oneof![
+            6 => -3i64..8,
+            1 => -(1i64 << 33)..(1i64 << 33),
+            1 => prop::sample::select(vec![
+                i64::MIN, i64::MIN + 1, -(1 << 62), 1 << 31, 1 << 62, i64::MAX / 2 + 1,
+                i64::MAX - 1, i64::MAX,
+            ]),
+            1 => any::<i64>(),
+        ]
+    }
+
     proptest! {
+        #[test]
+        fn one_pass_matches_the_reference(
+            dims in prop::collection::vec((value(), value()), 0..7),
+            null_strides in any::<bool>(),
+            extra_stride in any::<bool>(),
+            itemsize in prop::sample::select(vec![0usize, 1, 2, 4, 8, 16, 1 << 20]),
+        ) {
+            let shape: Vec<i64> = dims.iter().map(|d| d.0).collect();
+            let mut strides: Vec<i64> = dims.iter().map(|d| d.1).collect();
+            if extra_stride {
+                strides.push(1);
+            }
+            let strides = (!null_strides).then_some(strides.as_slice());
+            prop_assert_eq!(
+                checked(&shape, strides, itemsize),
+                reference(&shape, strides, itemsize)
+            );
+        }
+
         #[test]
         fn contiguous_layouts_are_contiguous(shape in prop::collection::vec(0i64..6, 0..5)) {
             let c = Layout::new(&shape, Some(&c_strides(&shape).unwrap()), 4).unwrap();

@@ -137,7 +137,7 @@ impl Tensor {
             ));
         }
         if device.is_host_accessible() && layout.size() > 0 {
-            check_address_range(data as usize, byte_offset, &layout, dtype.itemsize())?;
+            check_address_range(data as usize, byte_offset, layout.reach(), dtype.itemsize())?;
         }
         Ok(Self {
             data,

@@ -11,7 +11,7 @@ use crate::ffi::dlpack::{
     DLManagedTensor, DLManagedTensorVersioned, DLTensor, DLPACK_MAJOR_VERSION, FLAG_IS_COPIED,
     FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
 };
-use crate::layout::{Layout, MAX_NDIM};
+use crate::layout::{Layout, Reach, MAX_NDIM};
 
 /// An owned managed tensor (legacy or versioned). Dropping it calls the producer's deleter
 /// exactly once (or nothing when the deleter is NULL).
@@ -116,46 +116,40 @@ impl ManagedTensor {
             }
         };
         let dtype = DType::from_dl(t.dtype)?;
-        let ndim = usize::try_from(t.ndim)
-            .ok()
-            .filter(|n| *n <= MAX_NDIM)
-            .ok_or_else(|| {
-                Error::InvalidLayout(format!("ndim {} is out of range 0..={MAX_NDIM}", t.ndim))
-            })?;
-        let shape: &[i64] = if ndim == 0 {
-            &[]
+        let ndim = match usize::try_from(t.ndim) {
+            Ok(n) if n <= MAX_NDIM => n,
+            _ => return Err(ndim_out_of_range(t.ndim)),
+        };
+        let (shape, strides): (&[i64], Option<&[i64]>) = if ndim == 0 {
+            (&[], None)
         } else if t.shape.is_null() {
-            return Err(Error::InvalidLayout(format!(
-                "shape is NULL but ndim is {ndim}"
-            )));
+            return Err(null_shape(ndim));
         } else {
             // SAFETY: a valid DLTensor has `ndim` readable shape entries when shape is non-NULL.
-            unsafe { std::slice::from_raw_parts(t.shape, ndim) }
-        };
-        let strides: Option<&[i64]> = if ndim == 0 {
-            None
-        } else if t.strides.is_null() {
-            if strides_required {
-                return Err(Error::InvalidLayout(
-                    "strides is NULL, which DLPack 1.2+ forbids for ndim > 0".to_owned(),
-                ));
+            let shape = unsafe { std::slice::from_raw_parts(t.shape, ndim) };
+            if t.strides.is_null() {
+                if strides_required {
+                    return Err(null_strides());
+                }
+                (shape, None)
+            } else {
+                // SAFETY: a valid DLTensor has `ndim` readable stride entries when non-NULL.
+                (
+                    shape,
+                    Some(unsafe { std::slice::from_raw_parts(t.strides, ndim) }),
+                )
             }
-            None
-        } else {
-            // SAFETY: a valid DLTensor has `ndim` readable stride entries when non-NULL.
-            Some(unsafe { std::slice::from_raw_parts(t.strides, ndim) })
         };
         let itemsize = dtype.itemsize();
-        let layout = Layout::new(shape, strides, itemsize)?;
+        let (layout, reach) = Layout::with_reach(shape, strides, itemsize)?;
         let device = Device::from_dl(t.device);
-        if t.data.is_null() && layout.size() > 0 {
-            return Err(Error::InvalidLayout(format!(
-                "data is NULL but the tensor has {} elements",
-                layout.size()
-            )));
-        }
-        if device.is_host_accessible() && layout.size() > 0 {
-            check_address_range(t.data as usize, t.byte_offset, &layout, itemsize)?;
+        if layout.size() > 0 {
+            if t.data.is_null() {
+                return Err(null_data(layout.size()));
+            }
+            if device.is_host_accessible() {
+                check_address_range(t.data as usize, t.byte_offset, reach, itemsize)?;
+            }
         }
         Ok(Described {
             data: t.data,
@@ -170,29 +164,58 @@ impl ManagedTensor {
     }
 }
 
-/// Every byte the layout reaches from `base + byte_offset` must be a real address.
+/// Every byte the layout reaches (`reach`, in elements of `itemsize` bytes, as validated by
+/// [`Layout::with_reach`]) from `base + byte_offset` must be a real address.
 pub(crate) fn check_address_range(
     base: usize,
     byte_offset: u64,
-    layout: &Layout,
+    reach: Reach,
     itemsize: usize,
 ) -> Result<()> {
-    let overflow =
-        || Error::InvalidLayout("data pointer plus offsets overflows the address space".to_owned());
-    let first = usize::try_from(byte_offset)
+    // The layout bounded the byte span by isize::MAX, so these products cannot overflow.
+    let below = reach.lo.unsigned_abs() as usize * itemsize;
+    let above = (reach.hi as usize + 1) * itemsize;
+    let fits = usize::try_from(byte_offset)
         .ok()
         .and_then(|o| base.checked_add(o))
-        .ok_or_else(overflow)?;
-    // Layout::new bounded the byte span by isize::MAX, so these products cannot overflow.
-    let below = layout.min_offset().unsigned_abs() as usize * itemsize;
-    let above = (layout.max_offset() as usize + 1) * itemsize;
-    let end = first
-        .checked_add(above)
-        .filter(|e| *e <= isize::MAX as usize);
-    if first < below || end.is_none() {
-        return Err(overflow());
+        .filter(|first| *first >= below)
+        .and_then(|first| first.checked_add(above))
+        .is_some_and(|end| end <= isize::MAX as usize);
+    if fits {
+        Ok(())
+    } else {
+        Err(address_overflow())
     }
-    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn address_overflow() -> Error {
+    Error::InvalidLayout("data pointer plus offsets overflows the address space".to_owned())
+}
+
+#[cold]
+#[inline(never)]
+fn ndim_out_of_range(ndim: i32) -> Error {
+    Error::InvalidLayout(format!("ndim {ndim} is out of range 0..={MAX_NDIM}"))
+}
+
+#[cold]
+#[inline(never)]
+fn null_shape(ndim: usize) -> Error {
+    Error::InvalidLayout(format!("shape is NULL but ndim is {ndim}"))
+}
+
+#[cold]
+#[inline(never)]
+fn null_strides() -> Error {
+    Error::InvalidLayout("strides is NULL, which DLPack 1.2+ forbids for ndim > 0".to_owned())
+}
+
+#[cold]
+#[inline(never)]
+fn null_data(size: usize) -> Error {
+    Error::InvalidLayout(format!("data is NULL but the tensor has {size} elements"))
 }
 
 impl Drop for ManagedTensor {
@@ -216,5 +239,29 @@ impl Drop for ManagedTensor {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_range_bounds() {
+        let max = isize::MAX as usize;
+        let ok = |base, offset, lo, hi, itemsize| {
+            check_address_range(base, offset, Reach { lo, hi }, itemsize).is_ok()
+        };
+        assert!(ok(0x1000, 0, 0, 15, 4));
+        // The last reached byte may be isize::MAX - 1, not further.
+        assert!(ok(max - 64, 0, 0, 15, 4));
+        assert!(!ok(max - 63, 0, 0, 15, 4));
+        assert!(!ok(max - 64, 1, 0, 15, 4));
+        // Negative strides reach below the first element, but not below address 0.
+        assert!(ok(0x1000, 0, -0x400, 0, 4));
+        assert!(!ok(0x1000, 0, -0x401, 0, 4));
+        assert!(ok(0x0ff0, 0x10, -0x400, 0, 4));
+        assert!(!ok(usize::MAX - 3, 0, 0, 0, 1));
+        assert!(!ok(0x1000, u64::MAX, 0, 0, 1));
     }
 }
