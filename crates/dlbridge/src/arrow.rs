@@ -151,10 +151,10 @@ pub fn tensor_type(field: SchemaView<'_>) -> Result<TensorType> {
         return Ok(leaf(dtype, format == "b"));
     }
     if let Some(n) = list_size(format)? {
-        let inner = tensor_type(single_child(field)?)?;
-        let mut ty = inner.clone();
+        let mut ty = tensor_type(single_child(field)?)?;
+        let inner_size = ty.cell_size()?;
         ty.cell_shape.insert(0, n);
-        ty.cell_strides.insert(0, inner.cell_size()?);
+        ty.cell_strides.insert(0, inner_size);
         ty.list_sizes.insert(0, n);
         ty.dim_names = None;
         return Ok(ty);
@@ -198,13 +198,13 @@ fn list_size(format: &str) -> Result<Option<i64>> {
 }
 
 fn single_child(field: SchemaView<'_>) -> Result<SchemaView<'_>> {
-    match field.children()?.as_slice() {
-        [child] => Ok(*child),
-        other => Err(Error::InvalidLayout(format!(
-            "a fixed-size list must have one child field, not {}",
-            other.len()
-        ))),
+    if let Some(child) = field.single_child()? {
+        return Ok(child);
     }
+    Err(Error::InvalidLayout(format!(
+        "a fixed-size list must have one child field, not {}",
+        field.children()?.len()
+    )))
 }
 
 /// The parameters of an `arrow.fixed_shape_tensor`.
@@ -219,8 +219,17 @@ pub struct FixedShape {
 }
 
 impl FixedShape {
-    /// Parse the JSON metadata (keys in any order; extra keys ignored).
+    /// Parse the JSON metadata (keys in any order; extra keys ignored). The common form is
+    /// read directly (see [`crate::fixed_shape_json`]), anything else by a general JSON parser.
     pub fn parse(json: &[u8]) -> Result<Self> {
+        match crate::fixed_shape_json::parse(json) {
+            Some(params) => Ok(params),
+            None => Self::parse_general(json),
+        }
+    }
+
+    /// [`FixedShape::parse`] through a general JSON parser, for any input.
+    pub(crate) fn parse_general(json: &[u8]) -> Result<Self> {
         let value: Value = serde_json::from_slice(json)
             .map_err(|e| bad_extension(format!("metadata is not JSON: {e}")))?;
         let object = value
@@ -295,16 +304,26 @@ impl FixedShape {
     /// The logical cell: `L[i] = P[perm[i]]`, `S[i] = rowmajor(P)[perm[i]]`,
     /// `names[i] = dim_names[perm[i]]`.
     pub fn logical(&self) -> Result<LogicalCell> {
+        self.clone().into_logical()
+    }
+
+    /// [`FixedShape::logical`], reusing the parameters' vectors (no permutation, or the
+    /// identity: nothing to reorder, the physical cell is the logical one).
+    pub fn into_logical(self) -> Result<LogicalCell> {
         let physical_strides = c_strides(&self.shape)
             .ok_or_else(|| bad_extension(format!("shape {:?} overflows", self.shape)))?;
-        let identity: Vec<usize> = (0..self.shape.len()).collect();
-        let perm = self.permutation.as_deref().unwrap_or(&identity);
+        let Some(perm) = self.permutation.filter(|p| !is_identity(p)) else {
+            return Ok(LogicalCell {
+                shape: self.shape,
+                strides: physical_strides,
+                dim_names: self.dim_names,
+            });
+        };
         Ok(LogicalCell {
             shape: perm.iter().map(|&p| self.shape[p]).collect(),
             strides: perm.iter().map(|&p| physical_strides[p]).collect(),
             dim_names: self
                 .dim_names
-                .as_ref()
                 .map(|n| perm.iter().map(|&p| n[p].clone()).collect()),
         })
     }
@@ -348,7 +367,7 @@ fn fixed_shape_tensor(field: SchemaView<'_>, format: &str) -> Result<TensorType>
     if !value.list_sizes.is_empty() {
         return Err(bad_extension("the value type must be a primitive type"));
     }
-    let cell = params.logical()?;
+    let cell = params.into_logical()?;
     Ok(TensorType {
         dtype: value.dtype,
         packed_bool: value.packed_bool,
@@ -566,7 +585,6 @@ fn read(
     let (mut start, mut count, mut span) = (0i64, length, cell_size);
     for (level, &n) in ty.list_sizes.iter().enumerate() {
         check_plain(node)?;
-        let format = node.schema().format()?;
         let items = Level {
             node,
             start,
@@ -574,16 +592,13 @@ fn read(
             n_buffers: 1,
             span,
         };
-        items.record(refuse, values, &mut mask, format, level == 0)?;
+        items.record(refuse, values, &mut mask, node.schema(), level == 0)?;
         let physical = node.offset().checked_add(start);
-        let child = match node.children()?.as_slice() {
-            [child] => *child,
-            other => {
-                return Err(Error::InvalidLayout(format!(
-                    "a fixed-size list array must have one child, not {}",
-                    other.len()
-                )))
-            }
+        let Some(child) = node.single_child()? else {
+            return Err(Error::InvalidLayout(format!(
+                "a fixed-size list array must have one child, not {}",
+                node.children()?.len()
+            )));
         };
         start = physical
             .and_then(|p| p.checked_mul(n))
@@ -593,7 +608,6 @@ fn read(
         node = child;
     }
     check_plain(node)?;
-    let root_format = root.schema().format()?;
     let leaf = Level {
         node,
         start,
@@ -601,18 +615,28 @@ fn read(
         n_buffers: 2,
         span: 1,
     };
-    leaf.record(refuse, values, &mut mask, root_format, false)?;
+    leaf.record(refuse, values, &mut mask, root.schema(), false)?;
     let physical = node
         .offset()
         .checked_add(start)
         .ok_or_else(|| Error::InvalidLayout("Arrow offsets overflow".to_owned()))?;
-    let shape: Vec<i64> = std::iter::once(length)
-        .chain(ty.cell_shape.iter().copied())
-        .collect();
-    let strides: Vec<i64> = std::iter::once(cell_size)
-        .chain(ty.cell_strides.iter().copied())
-        .collect();
-    let layout = Layout::new(&shape, Some(&strides), ty.dtype.itemsize())?;
+    // Shape and strides on the stack for the usual few dimensions.
+    let ndim = 1 + ty.cell_shape.len();
+    let mut inline = [0i64; 16];
+    let mut heap = vec![];
+    let dims: &mut [i64] = if 2 * ndim <= inline.len() {
+        &mut inline[..2 * ndim]
+    } else {
+        heap.resize(2 * ndim, 0);
+        &mut heap
+    };
+    let (shape, strides) = dims.split_at_mut(ndim);
+    shape[0] = length;
+    shape[1..].copy_from_slice(&ty.cell_shape);
+    strides[0] = cell_size;
+    strides[1..].copy_from_slice(&ty.cell_strides);
+    let (shape, strides) = (&*shape, &*strides);
+    let layout = Layout::new(shape, Some(strides), ty.dtype.itemsize())?;
     let tensor = if ty.packed_bool {
         node.unpack_bools(physical, layout)?
     } else {
@@ -622,12 +646,8 @@ fn read(
         None => None,
         Some(mask) => {
             // The mask is in the values' physical order: view it through their layout.
-            let physical = host_tensor(
-                mask,
-                0,
-                DType::BOOL,
-                Layout::new(&shape, Some(&strides), 1)?,
-            )?;
+            let physical =
+                host_tensor(mask, 0, DType::BOOL, Layout::new(shape, Some(strides), 1)?)?;
             Some(if physical.is_c_contiguous() {
                 physical
             } else {
@@ -648,15 +668,15 @@ struct Level<'a> {
 }
 
 impl Level<'_> {
-    /// Refuse nulls among the items (`refuse`; the error names `format` and says whether the
-    /// items are `cells`), or clear the values they span in `mask` (made on first use,
-    /// `values` long).
+    /// Refuse nulls among the items (`refuse`; the error names the format of `field` and says
+    /// whether the items are `cells`), or clear the values they span in `mask` (made on first
+    /// use, `values` long).
     fn record(
         &self,
         refuse: bool,
         values: i64,
         mask: &mut Option<HostBuffer>,
-        format: &str,
+        field: SchemaView<'_>,
         cells: bool,
     ) -> Result<()> {
         let nulls = self
@@ -666,7 +686,7 @@ impl Level<'_> {
             return Ok(());
         }
         if refuse {
-            return Err(nulls_error(format, nulls, cells));
+            return Err(nulls_error(field.format()?, nulls, cells));
         }
         let mask = match mask {
             Some(mask) => mask,

@@ -31,6 +31,7 @@ pub mod dtype;
 pub mod error;
 pub mod export;
 pub mod ffi;
+mod fixed_shape_json;
 pub mod layout;
 #[cfg(feature = "pyo3")]
 pub mod python;

@@ -442,9 +442,19 @@ impl Owned<ArrowDeviceArray> {
     /// # Safety
     /// As for [`OwnedSchema::take`], for an `ArrowArray` whose buffers are CPU memory.
     pub unsafe fn take(src: *mut ArrowArray) -> Result<Self> {
-        // SAFETY: caller's contract.
-        let array = unsafe { Owned::<ArrowArray>::take(src) }?;
-        Ok(Self::on_device(array, DeviceType::CPU.0, -1))
+        // SAFETY: `src` is NULL or a valid, writable array (caller's contract).
+        let Some(src) = (unsafe { src.as_mut() }) else {
+            return Err(invalid("the ArrowArray pointer is NULL"));
+        };
+        if src.is_released() {
+            return Err(released_error(ArrowArray::NAME));
+        }
+        // SAFETY: `src` is a live array; a move is a bitwise copy followed by marking the
+        // source released, so exactly one copy stays live (straight into the device struct:
+        // rule R5, the release callback does not depend on the struct's address).
+        let moved = unsafe { ptr::read(src) };
+        src.release = None;
+        Ok(Self::on_device(moved, DeviceType::CPU.0, -1))
     }
 
     /// Move a device array out of `src` (all 128 bytes; the source's `array.release` becomes
@@ -457,12 +467,12 @@ impl Owned<ArrowDeviceArray> {
         unsafe { Self::move_from(src) }
     }
 
-    /// Wrap a plain array whose buffers live on device `device_type`/`device_id` (Arrow's
-    /// numbering), without a sync event. The release callback does not depend on the struct's
+    /// Take over a live plain array (moved out of its owner) whose buffers live on device
+    /// `device_type`/`device_id` (Arrow's numbering), without a sync event. The release callback does not depend on the struct's
     /// address (rule R5), so moving the array into the device struct is a valid move.
-    fn on_device(array: Owned<ArrowArray>, device_type: i32, device_id: i64) -> Self {
+    fn on_device(array: ArrowArray, device_type: i32, device_id: i64) -> Self {
         Owned(Box::new(ArrowDeviceArray {
-            array: array.into_inner(),
+            array,
             device_id,
             device_type,
             sync_event: ptr::null_mut(),
@@ -761,9 +771,29 @@ impl<'a> SchemaView<'a> {
 
     /// The metadata as (key, value) byte pairs, in order (empty when absent).
     pub fn metadata(self) -> Result<Vec<(&'a [u8], &'a [u8])>> {
+        let mut pairs = vec![];
+        self.each_metadata(|key, value| pairs.push((key, value)))?;
+        Ok(pairs)
+    }
+
+    /// The value of metadata `key`, if present (the first one). The whole blob is checked, as
+    /// [`SchemaView::metadata`] does, but nothing is allocated.
+    pub fn metadata_value(self, key: &str) -> Result<Option<&'a [u8]>> {
+        let mut found = None;
+        self.each_metadata(|k, value| {
+            if found.is_none() && k == key.as_bytes() {
+                found = Some(value);
+            }
+        })?;
+        Ok(found)
+    }
+
+    /// Call `visit` on each (key, value) pair of the metadata, in order; an error for a
+    /// malformed blob (after visiting the pairs before the fault).
+    fn each_metadata(self, mut visit: impl FnMut(&'a [u8], &'a [u8])) -> Result<()> {
         let base = self.0.metadata.cast::<u8>();
         if base.is_null() {
-            return Ok(vec![]);
+            return Ok(());
         }
         let bad = || invalid("the ArrowSchema's metadata is malformed");
         let mut pos = 0usize;
@@ -779,7 +809,6 @@ impl<'a> SchemaView<'a> {
                 .ok_or_else(bad)
         };
         let count = read_len(&mut pos)?;
-        let mut pairs = Vec::with_capacity(count.min(64));
         for _ in 0..count {
             let mut bytes = [&[][..], &[][..]];
             for item in &mut bytes {
@@ -789,33 +818,14 @@ impl<'a> SchemaView<'a> {
                 *item = unsafe { std::slice::from_raw_parts(base.add(pos), len) };
                 pos += len;
             }
-            pairs.push((bytes[0], bytes[1]));
+            visit(bytes[0], bytes[1]);
         }
-        Ok(pairs)
-    }
-
-    /// The value of metadata `key`, if present.
-    pub fn metadata_value(self, key: &str) -> Result<Option<&'a [u8]>> {
-        Ok(self
-            .metadata()?
-            .into_iter()
-            .find(|(k, _)| *k == key.as_bytes())
-            .map(|(_, v)| v))
+        Ok(())
     }
 
     /// The child fields.
     pub fn children(self) -> Result<Vec<SchemaView<'a>>> {
-        let n = checked_count(self.0.n_children, "n_children")?;
-        if n == 0 {
-            return Ok(vec![]);
-        }
-        if self.0.children.is_null() {
-            return Err(invalid(
-                "the ArrowSchema has children but a NULL children array",
-            ));
-        }
-        // SAFETY: a valid schema has `n_children` child pointers, live as long as the parent.
-        let ptrs = unsafe { std::slice::from_raw_parts(self.0.children, n) };
+        let ptrs = self.child_pointers()?;
         ptrs.iter()
             .map(|&child| {
                 // SAFETY: each pointer is NULL or a child schema that lives as long as the
@@ -823,6 +833,31 @@ impl<'a> SchemaView<'a> {
                 unsafe { SchemaView::borrow(child) }
             })
             .collect()
+    }
+
+    /// The only child field when there is exactly one (what [`SchemaView::children`] would
+    /// return alone, with the same errors), `None` for any other count; nothing is allocated.
+    pub fn single_child(self) -> Result<Option<SchemaView<'a>>> {
+        match self.child_pointers()? {
+            // SAFETY: as in `children`.
+            [child] => unsafe { SchemaView::borrow(*child) }.map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// The `n_children` child pointers (checked count; a NULL array only when there are none).
+    fn child_pointers(self) -> Result<&'a [*mut ArrowSchema]> {
+        let n = checked_count(self.0.n_children, "n_children")?;
+        if n == 0 {
+            return Ok(&[]);
+        }
+        if self.0.children.is_null() {
+            return Err(invalid(
+                "the ArrowSchema has children but a NULL children array",
+            ));
+        }
+        // SAFETY: a valid schema has `n_children` child pointers, live as long as the parent.
+        Ok(unsafe { std::slice::from_raw_parts(self.0.children, n) })
     }
 }
 
@@ -924,6 +959,33 @@ impl<'a> Node<'a> {
                 }
             })
             .collect()
+    }
+
+    /// The only child level when the schema and the array each have exactly one child (what
+    /// [`Node::children`] would return alone, with the same errors), `None` when either count
+    /// is another one (ask [`Node::children`] for the error); nothing is allocated.
+    pub fn single_child(self) -> Result<Option<Node<'a>>> {
+        let Some(schema) = self.schema.single_child()? else {
+            return Ok(None);
+        };
+        if self.array.n_children != 1 {
+            return Ok(None);
+        }
+        if self.array.children.is_null() {
+            return Err(invalid(
+                "the ArrowArray has children but a NULL children array",
+            ));
+        }
+        // SAFETY: a valid array has `n_children` (here 1) child pointers, live as long as the
+        // parent; the pointer is NULL or a child array that lives as long as the parent.
+        match unsafe { (*self.array.children).as_ref() } {
+            None => Err(invalid("NULL child ArrowArray")),
+            Some(array) => Ok(Some(Node {
+                schema,
+                array,
+                device: self.device,
+            })),
+        }
     }
 
     /// Buffer `index`, after checking that the array has exactly `expected` buffers.
@@ -1346,7 +1408,7 @@ impl ArraySpec {
         } else {
             i64::from(device.id)
         };
-        OwnedArray::on_device(self.export_array(), device.kind.0, device_id)
+        OwnedArray::on_device(self.export_array().into_inner(), device.kind.0, device_id)
     }
 
     /// Build the plain `ArrowArray` (owning its children; `release` frees them).
@@ -1623,6 +1685,60 @@ mod tests {
         assert_eq!(children[0].name(), Some("item"));
         assert!(children[0].metadata().unwrap().is_empty());
         assert!(!v.has_dictionary());
+    }
+
+    #[test]
+    fn single_child_and_metadata_value_agree_with_the_full_readers() {
+        let leaf = || SchemaSpec::new("f", "item", 0);
+        for n in 0..3 {
+            let spec = SchemaSpec {
+                children: (0..n).map(|_| leaf()).collect(),
+                metadata: vec![
+                    ("a".into(), "1".into()),
+                    ("b".into(), "2".into()),
+                    ("a".into(), "3".into()),
+                ],
+                ..SchemaSpec::new("+w:1", "", 0)
+            };
+            let schema = spec.export().unwrap();
+            let v = schema.view();
+            let all = v.children().unwrap();
+            let single = v.single_child().unwrap();
+            assert_eq!(single.is_some(), all.len() == 1);
+            if let Some(child) = single {
+                assert!(ptr::eq(child.0, all[0].0));
+            }
+            for key in ["a", "b", "c"] {
+                let first = v
+                    .metadata()
+                    .unwrap()
+                    .into_iter()
+                    .find(|(k, _)| *k == key.as_bytes());
+                assert_eq!(v.metadata_value(key).unwrap(), first.map(|(_, v)| v));
+            }
+            let values = ArraySpec {
+                length: 1,
+                buffers: vec![ptr::null()],
+                children: (0..n)
+                    .map(|_| ArraySpec {
+                        length: 1,
+                        buffers: vec![ptr::null(), VALUES.as_ptr().cast()],
+                        ..ArraySpec::default()
+                    })
+                    .collect(),
+                ..ArraySpec::default()
+            };
+            let schema = Arc::new(schema);
+            // SAFETY: the schema describes the array.
+            let data = unsafe { ArrowData::new(schema, values.export(Device::CPU)) };
+            let root = data.root().unwrap();
+            let nodes = root.children().unwrap();
+            let single = root.single_child().unwrap();
+            assert_eq!(single.is_some(), nodes.len() == 1);
+            if let Some(child) = single {
+                assert!(ptr::eq(child.array, nodes[0].array));
+            }
+        }
     }
 
     #[test]
