@@ -244,7 +244,7 @@ def from_arrow(
 
     ``x``: any object with the Arrow PyCapsule interface (``__arrow_c_device_array__``,
     ``__arrow_c_array__``, ``__arrow_c_stream__``: arrays, chunked arrays, streams, from
-    pyarrow, nanoarrow, arro3...); anything else is a TypeError (use :func:`from_dlpack`).
+    pyarrow, nanoarrow, arro3, polars...); anything else is a TypeError (use :func:`from_dlpack`).
     Without options this is :func:`from_dlpack`'s Arrow import: zero-copy and read-only, with
     a BufferError for nulls.
 

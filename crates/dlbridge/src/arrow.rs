@@ -389,16 +389,11 @@ fn nulls_error(format: &str, nulls: i64, cells: bool) -> Error {
         (false, 1) => "null value",
         (false, _) => "null values",
     };
-    unsupported(
-        format,
-        format!(
-            "the array has {nulls} {what}, which DLPack cannot represent (it has no validity \
-             bitmap); fill them with dlbridge.from_arrow(x, fill_null=0) or \
-             pyarrow.compute.fill_null(x, 0), get the values with a validity mask from \
-             dlbridge.from_arrow(x, with_validity=True), or convert with \
-             x.to_numpy(zero_copy_only=False), which turns them into NaN"
-        ),
-    )
+    Error::Nulls {
+        format: format.to_owned(),
+        count: nulls,
+        what,
+    }
 }
 
 /// What an import does with nulls (DLPack has no validity bitmap).

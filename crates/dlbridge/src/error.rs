@@ -55,6 +55,16 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
+    /// Arrow data with nulls, which DLPack has no way to mark.
+    #[error("the Arrow array (format {format:?}) has {count} {what}, which DLPack cannot represent (it has no validity bitmap); fill them with dlbridge.from_arrow(x, fill_null=0) or pyarrow.compute.fill_null(x, 0), get the values with a validity mask from dlbridge.from_arrow(x, with_validity=True), or convert with x.to_numpy(zero_copy_only=False), which turns them into NaN")]
+    Nulls {
+        /// The Arrow format string of the array (or of the tensor cells' values).
+        format: String,
+        /// How many.
+        count: i64,
+        /// "null value(s)" or "null cell(s)".
+        what: &'static str,
+    },
     /// Non-native byte order (DLPack is native-endian only).
     #[error("{what} has non-native byte order; DLPack data is always native-endian: convert it first (e.g. arr.astype(arr.dtype.newbyteorder('=')))")]
     NonNativeByteOrder {

@@ -752,6 +752,31 @@ class Arro3Lib(Library):
         return None
 
 
+class PolarsLib(Library):
+    name = module = dist = pip = "polars"
+    consumer = False
+    note = "Arrow C stream only (no DLPack): producer for dlbridge's Arrow import"
+
+    def make(self, recipe, ref):
+        pl = self.load()
+        if ref.ndim != 1 or recipe.ops:
+            raise Unsupported("polars Series are 1-D and contiguous")
+        if recipe.dtype in ("bfloat16", "float16") or recipe.dtype.startswith(("float8", "complex")):
+            raise Unsupported(f"polars has no {recipe.dtype}")
+        return pl.Series(np.array(ref, copy=True, order="C"))
+
+    def src_readonly(self, x):
+        return True
+
+    def src_ptr(self, x):
+        # Polars hands out its own buffer for numeric data without nulls (bit-packed booleans
+        # and nulls need a copy, so there is no pointer to compare).
+        try:
+            return x.to_numpy(allow_copy=False).ctypes.data
+        except Exception:  # noqa: BLE001 - any refusal means "no zero-copy view to compare"
+            return None
+
+
 class PythonLib(Library):
     """Python's own objects: a memoryview over the data (buffer protocol), and lists."""
 
@@ -857,6 +882,7 @@ ALL_LIBRARIES: list[type[Library]] = [
     TvmFfiLib,
     NanoarrowLib,
     Arro3Lib,
+    PolarsLib,
     PythonLib,
     RefLib,
 ]
