@@ -65,3 +65,13 @@ def tmp_npy(tmp_path):
     path = tmp_path / "data.npy"
     np.save(path, np.arange(24, dtype=np.float64).reshape(4, 6))
     return path
+
+
+@pytest.fixture
+def x64():
+    """jax with 64-bit types enabled for the test (restored after); skips without jax."""
+    jax = pytest.importorskip("jax")
+    old = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield jax
+    jax.config.update("jax_enable_x64", old)

@@ -221,3 +221,16 @@ def raw_values(t, dtype: str) -> np.ndarray:
     ptr = inspect_capsule(c.__dlpack__(max_version=(1, 3)))["data_ptr"]
     raw = ctypes.string_at(ptr, c.nbytes) if c.size else b""
     return np.frombuffer(raw, dtype=np_dtype_of(dtype)).reshape(c.shape).copy()
+
+
+def require_sycl():
+    """dpnp with a usable SYCL device, or skip the test (the device needs scripts/env.sh
+    sourced before Python starts)."""
+    import pytest
+
+    dpnp = pytest.importorskip("dpnp")
+    try:
+        dpnp.arange(2)
+    except Exception as exc:  # noqa: BLE001 - any failure to make an array means no device
+        pytest.skip(f"no SYCL device (source scripts/env.sh before Python starts): {exc}")
+    return dpnp

@@ -16,7 +16,7 @@ import pytest
 
 import dlbridge
 from dlbridge import namespaces as nsmod
-from dlb_testing import make
+from dlb_testing import make, require_sycl
 
 torch = pytest.importorskip("torch")
 
@@ -34,24 +34,6 @@ def aligned(shape, dtype="float64", shift=0) -> np.ndarray:
     out = raw[start:start + n].view(dt).reshape(shape)
     out[...] = make(dt, shape)
     return out
-
-
-@pytest.fixture
-def x64():
-    jax = pytest.importorskip("jax")
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield jax
-    jax.config.update("jax_enable_x64", old)
-
-
-def sycl():
-    dpnp = pytest.importorskip("dpnp")
-    try:
-        dpnp.arange(2)
-    except Exception as exc:  # noqa: BLE001
-        pytest.skip(f"no SYCL device (source scripts/env.sh): {exc}")
-    return dpnp
 
 
 # ---------------------------------------------------------------------------------- arguments
@@ -408,14 +390,14 @@ def test_c31_tensorflow():  # C31
 
 
 def test_c36_device_data_into_cpu_target_needs_device():  # C36
-    dpnp = sycl()
+    dpnp = require_sycl()
     x = dpnp.arange(6, dtype=dpnp.float32)
     with pytest.raises(BufferError, match="device='cpu'"):
         dlbridge.convert(x, "numpy")
 
 
 def test_c37_device_to_host():  # C37
-    dpnp = sycl()
+    dpnp = require_sycl()
     x = dpnp.reshape(dpnp.arange(12, dtype=dpnp.float32), (3, 4))
     y, plan = dlbridge.convert(x, np, device="cpu", report=True)
     assert plan.copies == 1 and y.flags.writeable
@@ -425,7 +407,7 @@ def test_c37_device_to_host():  # C37
 
 
 def test_c38_host_to_device_by_the_consumer():  # C38
-    dpnp = sycl()
+    dpnp = require_sycl()
 
     class Spy:
         def __init__(self, inner):
@@ -447,7 +429,7 @@ def test_c38_host_to_device_by_the_consumer():  # C38
 
 
 def test_c39_copy_false_across_devices():  # C39
-    dpnp = sycl()
+    dpnp = require_sycl()
     x = dpnp.arange(4, dtype=dpnp.float32)
     with pytest.raises(BufferError, match="copy=False"):
         dlbridge.convert(x, np, device="cpu", copy=False)
@@ -456,7 +438,7 @@ def test_c39_copy_false_across_devices():  # C39
 
 
 def test_device_object_arguments():
-    dpnp = sycl()
+    dpnp = require_sycl()
     dev = dpnp.arange(1).sycl_device
     y = dlbridge.convert(np.arange(3.0), "dpnp", device=dev)
     np.testing.assert_array_equal(dpnp.asnumpy(y), np.arange(3.0))
@@ -465,7 +447,7 @@ def test_device_object_arguments():
 
 
 def test_oneapi_tensor_to_host_through_dpnp():
-    dpnp = sycl()
+    dpnp = require_sycl()
     t = dlbridge.Tensor(dpnp.arange(4, dtype=dpnp.int32))
     assert t.device == "oneapi:0"
     y, plan = dlbridge.convert(t, "numpy", device="cpu", report=True)
@@ -473,7 +455,7 @@ def test_oneapi_tensor_to_host_through_dpnp():
 
 
 def test_device_passthrough_and_copy_on_device():
-    dpnp = sycl()
+    dpnp = require_sycl()
     x = dpnp.arange(4, dtype=dpnp.float32)
     t, plan = dlbridge.convert(x, "dlbridge", report=True)
     assert t.device == "oneapi:0" and plan.copies == 0

@@ -7,16 +7,14 @@ import numpy as np
 import pytest
 
 import dlbridge
+from dlb_testing import require_sycl
 
 dpnp = pytest.importorskip("dpnp")
 
 
 @pytest.fixture(scope="module")
 def sycl():
-    try:
-        dpnp.arange(2)
-    except Exception as exc:  # noqa: BLE001
-        pytest.skip(f"no SYCL device (source scripts/env.sh before Python starts): {exc}")
+    require_sycl()
 
 
 def test_device_argument_spellings(sycl):

@@ -7,28 +7,11 @@ import pytest
 
 import dlbridge
 from dlbridge import namespaces as nsmod
+from dlb_testing import require_sycl
 
 
 def ptr(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
-
-
-def sycl():
-    dpnp = pytest.importorskip("dpnp")
-    try:
-        dpnp.arange(2)
-    except Exception as exc:  # noqa: BLE001
-        pytest.skip(f"no SYCL device (source scripts/env.sh): {exc}")
-    return dpnp
-
-
-@pytest.fixture
-def x64():
-    jax = pytest.importorskip("jax")
-    old = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield jax
-    jax.config.update("jax_enable_x64", old)
 
 
 def _sources():
@@ -78,7 +61,7 @@ def test_to_numpy_of_pyarrow():
 
 
 def test_to_numpy_of_device_data():  # C37
-    dpnp = sycl()
+    dpnp = require_sycl()
     x = dpnp.reshape(dpnp.arange(6, dtype=dpnp.int64), (2, 3)).T
     y = dlbridge.to_numpy(x)
     np.testing.assert_array_equal(y, np.arange(6).reshape(2, 3).T)
@@ -125,7 +108,7 @@ def test_to_memoryview_from_torch_aliases():
 
 
 def test_to_memoryview_of_device_data():
-    dpnp = sycl()
+    dpnp = require_sycl()
     m = dlbridge.to_memoryview(dpnp.arange(4, dtype=dpnp.float32))
     assert m.format == "f" and m.tolist() == [0.0, 1.0, 2.0, 3.0]
 
@@ -173,7 +156,7 @@ def test_to_host_of_buffers_is_numpy():
 
 
 def test_to_host_of_device_libraries():
-    dpnp = sycl()
+    dpnp = require_sycl()
     x = dpnp.arange(4, dtype=dpnp.float32)
     y = dlbridge.to_host(x)  # dpnp has no host arrays: NumPy
     assert isinstance(y, np.ndarray) and y.tolist() == [0.0, 1.0, 2.0, 3.0]

@@ -19,15 +19,13 @@ import pytest
 dpnp = pytest.importorskip("dpnp")
 
 import dlbridge  # noqa: E402
+from dlb_testing import require_sycl  # noqa: E402
 from dlpack_ctypes import inspect_capsule  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def sycl_ok():
-    try:
-        dpnp.arange(2)
-    except Exception as exc:  # noqa: BLE001
-        pytest.skip(f"no SYCL device (source scripts/env.sh before Python starts): {exc}")
+    require_sycl()
 
 
 def _ptr(x) -> int:

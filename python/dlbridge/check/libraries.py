@@ -710,18 +710,26 @@ class TvmFfiLib(Library):
         return self.load().from_dlpack(obj, **kw)
 
 
-class NanoarrowLib(Library):
-    name = module = dist = pip = "nanoarrow"
+class ArrowProducerLib(Library):
+    """A library that speaks the Arrow C interfaces only (no DLPack): a producer for dlbridge's
+    Arrow import, of 1-D contiguous arrays. Subclasses name what they cannot hold and build the
+    array from a fresh C-contiguous copy of the reference."""
+
     consumer = False
     note = "Arrow C data only (no DLPack): producer for dlbridge's Arrow import"
+    #: dtypes (names or prefixes) the library has no array of
+    lacks: tuple[str, ...] = ("bfloat16", "float8", "complex")
+
+    def build(self, mod: Any, values: np.ndarray) -> Any:
+        raise NotImplementedError
 
     def make(self, recipe, ref):
-        na = self.load()
+        mod = self.load()
         if ref.ndim != 1 or recipe.ops:
-            raise Unsupported("nanoarrow arrays are 1-D and contiguous")
-        if recipe.dtype in ("bool", "bfloat16", "float16") or recipe.dtype.startswith(("float8", "complex")):
-            raise Unsupported(f"no nanoarrow array of {recipe.dtype} from a buffer")
-        return na.c_array(np.array(ref, copy=True, order="C"))
+            raise Unsupported(f"{self.name} arrays are 1-D and contiguous")
+        if recipe.dtype.startswith(self.lacks):
+            raise Unsupported(f"{self.name} has no {recipe.dtype} array built from a buffer")
+        return self.build(mod, np.array(ref, copy=True, order="C"))
 
     def src_readonly(self, x):
         return True
@@ -730,47 +738,34 @@ class NanoarrowLib(Library):
         return None
 
 
-class Arro3Lib(Library):
+class NanoarrowLib(ArrowProducerLib):
+    name = module = dist = pip = "nanoarrow"
+    lacks = ("bool", "bfloat16", "float16", "float8", "complex")
+
+    def build(self, na, values):
+        return na.c_array(values)
+
+
+class Arro3Lib(ArrowProducerLib):
     name = "arro3"
     module = "arro3.core"
     dist = pip = "arro3-core"
-    consumer = False
-    note = "Arrow C data only (no DLPack): producer for dlbridge's Arrow import"
 
-    def make(self, recipe, ref):
-        a3 = self.load()
-        if ref.ndim != 1 or recipe.ops:
-            raise Unsupported("arro3 arrays are 1-D and contiguous")
-        if recipe.dtype in ("bfloat16",) or recipe.dtype.startswith(("float8", "complex")):
-            raise Unsupported(f"arro3 has no {recipe.dtype}")
-        return a3.Array.from_numpy(np.array(ref, copy=True, order="C"))
-
-    def src_readonly(self, x):
-        return True
-
-    def src_ptr(self, x):
-        return None
+    def build(self, a3, values):
+        return a3.Array.from_numpy(values)
 
 
-class PolarsLib(Library):
+class PolarsLib(ArrowProducerLib):
     name = module = dist = pip = "polars"
-    consumer = False
     note = "Arrow C stream only (no DLPack): producer for dlbridge's Arrow import"
+    lacks = ("bfloat16", "float16", "float8", "complex")
 
-    def make(self, recipe, ref):
-        pl = self.load()
-        if ref.ndim != 1 or recipe.ops:
-            raise Unsupported("polars Series are 1-D and contiguous")
-        if recipe.dtype in ("bfloat16", "float16") or recipe.dtype.startswith(("float8", "complex")):
-            raise Unsupported(f"polars has no {recipe.dtype}")
-        return pl.Series(np.array(ref, copy=True, order="C"))
-
-    def src_readonly(self, x):
-        return True
+    def build(self, pl, values):
+        return pl.Series(values)
 
     def src_ptr(self, x):
         # Polars hands out its own buffer for numeric data without nulls (bit-packed booleans
-        # and nulls need a copy, so there is no pointer to compare).
+        # need a copy, so there is no pointer to compare).
         try:
             return x.to_numpy(allow_copy=False).ctypes.data
         except Exception:  # noqa: BLE001 - any refusal means "no zero-copy view to compare"
