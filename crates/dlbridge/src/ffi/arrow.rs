@@ -357,26 +357,35 @@ unsafe impl Send for OwnedStream {}
 // SAFETY: as for OwnedStream.
 unsafe impl Send for OwnedDeviceStream {}
 
+/// Move the struct out of `src` (bitwise copy, then `src`'s release slot set to NULL without
+/// calling it). The result is the only live copy: the caller must release it or move it on.
+///
+/// # Safety
+/// `src` must be NULL or point to a writable `T` that is either released or valid (per the C
+/// Data Interface) and that the caller may move.
+unsafe fn move_out<T: ArrowStruct>(src: *mut T) -> Result<T> {
+    // SAFETY: `src` is NULL or a valid, writable struct (caller's contract).
+    let Some(src) = (unsafe { src.as_mut() }) else {
+        return Err(invalid(format!("the {} pointer is NULL", T::NAME)));
+    };
+    if src.release_slot().is_none() {
+        return Err(released_error(T::NAME));
+    }
+    // SAFETY: `src` is a live struct; a move is a bitwise copy followed by marking the source
+    // released, so exactly one copy stays live.
+    let moved = unsafe { ptr::read(src) };
+    *src.release_slot() = None;
+    Ok(moved)
+}
+
 impl<T: ArrowStruct> Owned<T> {
-    /// Move the struct out of `src` (bitwise copy, then `src`'s release slot set to NULL
-    /// without calling it).
+    /// Move the struct out of `src` into a box (see [`move_out`]).
     ///
     /// # Safety
-    /// `src` must be NULL or point to a writable `T` that is either released or valid (per the
-    /// C Data Interface) and that the caller may move.
+    /// As for [`move_out`].
     unsafe fn move_from(src: *mut T) -> Result<Self> {
-        // SAFETY: `src` is NULL or a valid, writable struct (caller's contract).
-        let Some(src) = (unsafe { src.as_mut() }) else {
-            return Err(invalid(format!("the {} pointer is NULL", T::NAME)));
-        };
-        if src.release_slot().is_none() {
-            return Err(released_error(T::NAME));
-        }
-        // SAFETY: `src` is a live struct; a move is a bitwise copy followed by marking the
-        // source released, so exactly one copy stays live.
-        let moved = unsafe { ptr::read(src) };
-        *src.release_slot() = None;
-        Ok(Self(Box::new(moved)))
+        // SAFETY: the caller's contract is `move_out`'s.
+        Ok(Self(Box::new(unsafe { move_out(src) }?)))
     }
 
     /// Give up ownership without releasing: the box that holds the live struct.
@@ -442,19 +451,10 @@ impl Owned<ArrowDeviceArray> {
     /// # Safety
     /// As for [`OwnedSchema::take`], for an `ArrowArray` whose buffers are CPU memory.
     pub unsafe fn take(src: *mut ArrowArray) -> Result<Self> {
-        // SAFETY: `src` is NULL or a valid, writable array (caller's contract).
-        let Some(src) = (unsafe { src.as_mut() }) else {
-            return Err(invalid("the ArrowArray pointer is NULL"));
-        };
-        if src.is_released() {
-            return Err(released_error(ArrowArray::NAME));
-        }
-        // SAFETY: `src` is a live array; a move is a bitwise copy followed by marking the
-        // source released, so exactly one copy stays live (straight into the device struct:
-        // rule R5, the release callback does not depend on the struct's address).
-        let moved = unsafe { ptr::read(src) };
-        src.release = None;
-        Ok(Self::on_device(moved, DeviceType::CPU.0, -1))
+        // SAFETY: caller's contract (move_out's). The array goes straight into the device
+        // struct, a valid move: its release callback does not depend on its address (rule R5).
+        let array = unsafe { move_out(src) }?;
+        Ok(Self::on_device(array, DeviceType::CPU.0, -1))
     }
 
     /// Move a device array out of `src` (all 128 bytes; the source's `array.release` becomes
@@ -468,8 +468,9 @@ impl Owned<ArrowDeviceArray> {
     }
 
     /// Take over a live plain array (moved out of its owner) whose buffers live on device
-    /// `device_type`/`device_id` (Arrow's numbering), without a sync event. The release callback does not depend on the struct's
-    /// address (rule R5), so moving the array into the device struct is a valid move.
+    /// `device_type`/`device_id` (Arrow's numbering), without a sync event. The release
+    /// callback does not depend on the struct's address (rule R5), so moving the array into
+    /// the device struct is a valid move.
     fn on_device(array: ArrowArray, device_type: i32, device_id: i64) -> Self {
         Owned(Box::new(ArrowDeviceArray {
             array,
@@ -935,29 +936,10 @@ impl<'a> Node<'a> {
                 schemas.len()
             )));
         }
-        if n == 0 {
-            return Ok(vec![]);
-        }
-        if self.array.children.is_null() {
-            return Err(invalid(
-                "the ArrowArray has children but a NULL children array",
-            ));
-        }
-        // SAFETY: a valid array has `n_children` child pointers, live as long as the parent.
-        let ptrs = unsafe { std::slice::from_raw_parts(self.array.children, n) };
-        ptrs.iter()
+        self.child_arrays(n)?
+            .iter()
             .zip(schemas)
-            .map(|(&child, schema)| {
-                // SAFETY: each pointer is NULL or a child array that lives as long as the parent.
-                match unsafe { child.as_ref() } {
-                    None => Err(invalid("NULL child ArrowArray")),
-                    Some(array) => Ok(Node {
-                        schema,
-                        array,
-                        device: self.device,
-                    }),
-                }
-            })
+            .map(|(&child, schema)| self.child(schema, child))
             .collect()
     }
 
@@ -971,20 +953,33 @@ impl<'a> Node<'a> {
         if self.array.n_children != 1 {
             return Ok(None);
         }
+        self.child(schema, self.child_arrays(1)?[0]).map(Some)
+    }
+
+    /// The array's `n` child pointers (`n` being its checked `n_children`).
+    fn child_arrays(self, n: usize) -> Result<&'a [*mut ArrowArray]> {
+        if n == 0 {
+            return Ok(&[]);
+        }
         if self.array.children.is_null() {
             return Err(invalid(
                 "the ArrowArray has children but a NULL children array",
             ));
         }
-        // SAFETY: a valid array has `n_children` (here 1) child pointers, live as long as the
-        // parent; the pointer is NULL or a child array that lives as long as the parent.
-        match unsafe { (*self.array.children).as_ref() } {
+        // SAFETY: a valid array has `n_children` child pointers, live as long as the parent.
+        Ok(unsafe { std::slice::from_raw_parts(self.array.children, n) })
+    }
+
+    /// The level of child array `child` (one of [`Node::child_arrays`]) under field `schema`.
+    fn child(self, schema: SchemaView<'a>, child: *mut ArrowArray) -> Result<Node<'a>> {
+        // SAFETY: each child pointer is NULL or a child array that lives as long as the parent.
+        match unsafe { child.as_ref() } {
             None => Err(invalid("NULL child ArrowArray")),
-            Some(array) => Ok(Some(Node {
+            Some(array) => Ok(Node {
                 schema,
                 array,
                 device: self.device,
-            })),
+            }),
         }
     }
 
