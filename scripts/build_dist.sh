@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Build what dlbridge ships into dist/ (git-ignored):
+#   bash scripts/build_dist.sh
+#
+# 1. one abi3 wheel (CPython 3.11 and newer) tagged manylinux2014 (manylinux_2_17), so it
+#    installs on every mainstream Linux: maturin links against an old glibc with zig
+#    (`maturin build --zig`, zig from the `ziglang` PyPI package) instead of this machine's;
+# 2. the source distribution (`maturin sdist`), which `pip install dlbridge-*.tar.gz` builds
+#    with maturin from PyPI and a Rust toolchain.
+#
+# Uses the project's venv (scripts/bootstrap.sh installs maturin and ziglang there) and
+# honours CARGO_TARGET_DIR. Prints the paths of the two files.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+VENV="$(. scripts/env.sh && printf '%s' "$DLBRIDGE_VENV")"
+PY="$VENV/bin/python"
+if [ ! -x "$VENV/bin/maturin" ]; then
+    echo "build_dist.sh: no maturin in $VENV; run: bash scripts/bootstrap.sh" >&2
+    exit 1
+fi
+
+rm -rf dist
+# maturin looks for zig as `python -m ziglang` of the interpreter on PATH: the venv's
+export PATH="$VENV/bin:$PATH"
+"$VENV/bin/maturin" build --release --zig --compatibility manylinux2014 \
+    --interpreter "$PY" --out dist
+"$VENV/bin/maturin" sdist --out dist
+ls -1 dist/*
