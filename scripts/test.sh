@@ -11,7 +11,8 @@
 #      bash scripts/fuzz_smoke.sh (30 s per fuzz target; DLBRIDGE_SKIP_FUZZ=1 skips it)
 #      (dlbridge-py is a cdylib built with pyo3's extension-module: its test harness
 #      cannot link against libpython; it is covered by clippy and by pytest)
-#   4. python -m pytest [PYTEST ARGS...]  with the venv's python and scripts/env.sh
+#   4. bash scripts/docs.sh: the documentation site in strict mode (a broken link fails)
+#   5. python -m pytest [PYTEST ARGS...]  with the venv's python and scripts/env.sh
 #      (dpnp's SYCL device); a per-test --timeout (DLBRIDGE_PYTEST_TIMEOUT, default 300 s)
 #      comes first, so a --timeout in the arguments overrides it.
 set -euo pipefail
@@ -51,6 +52,8 @@ LD_LIBRARY_PATH="$PY_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 
 # A short run of every fuzz target from its committed corpus (nightly, AddressSanitizer).
 [ "${DLBRIDGE_SKIP_FUZZ:-0}" = 1 ] || step bash scripts/fuzz_smoke.sh "${DLBRIDGE_FUZZ_SECONDS:-30}"
+
+step bash scripts/docs.sh
 
 "$PY" - <<'PYEOF'
 from importlib import metadata
