@@ -8,8 +8,9 @@
 # 2. the source distribution (`maturin sdist`), which `pip install dlbridge-*.tar.gz` builds
 #    with maturin from PyPI and a Rust toolchain.
 #
-# Uses the project's venv (scripts/bootstrap.sh installs maturin and ziglang there) and
-# honours CARGO_TARGET_DIR. Prints the paths of the two files.
+# Uses the project's venv (scripts/bootstrap.sh installs maturin and ziglang there). Builds
+# in <CARGO_TARGET_DIR or target>/dist, apart from the development build, so that neither
+# invalidates the other's cached artefacts. Prints the paths of the two files.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,6 +22,7 @@ if [ ! -x "$VENV/bin/maturin" ]; then
     exit 1
 fi
 
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}/dist"
 rm -rf dist
 # maturin looks for zig as `python -m ziglang` of the interpreter on PATH: the venv's
 export PATH="$VENV/bin:$PATH"

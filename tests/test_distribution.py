@@ -1,0 +1,137 @@
+"""The release artefacts, as a user gets them.
+
+Builds the wheel and the sdist with ``scripts/build_dist.sh``, checks the wheel's tags
+(abi3 for CPython 3.11+, manylinux2014 / manylinux_2_17), installs it into a fresh virtual
+environment that has nothing else (no NumPy) and uses it there: the buffer-protocol round
+trip, then, with NumPy alone added, ``python -m dlbridge check`` on what is installed.
+
+Slow (a release build, two pip installs, NumPy from the package index) and so run only when
+``DLBRIDGE_TEST_DIST=1`` is set, as CI does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("DLBRIDGE_TEST_DIST") != "1",
+    reason="builds the release wheel and installs it in a fresh venv (slow): set DLBRIDGE_TEST_DIST=1 (CI does)",
+)
+
+
+#: the environment of the fresh venv's commands: nothing that would point its Python at this
+#: checkout or at the project's venv (PYTHONPATH, PYTHONHOME, VIRTUAL_ENV...)
+CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k != "VIRTUAL_ENV"}
+
+
+def run(*cmd, **kw) -> subprocess.CompletedProcess:
+    kw.setdefault("env", CLEAN_ENV)
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+
+
+@pytest.fixture(scope="module")
+def dist() -> dict[str, Path]:
+    """The wheel and the sdist, freshly built into dist/."""
+    env = {**os.environ, "DLBRIDGE_VENV": str(Path(sys.prefix))}
+    built = run("bash", REPO / "scripts" / "build_dist.sh", cwd=REPO, env=env)
+    assert built.returncode == 0, built.stdout + built.stderr
+    wheels = sorted((REPO / "dist").glob("dlbridge-*.whl"))
+    sdists = sorted((REPO / "dist").glob("dlbridge-*.tar.gz"))
+    assert len(wheels) == 1 and len(sdists) == 1, sorted((REPO / "dist").iterdir())
+    return {"wheel": wheels[0], "sdist": sdists[0]}
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(tmp_path_factory, dist) -> Path:
+    """A new venv with the wheel installed and nothing else; its python."""
+    root = tmp_path_factory.mktemp("fresh") / "venv"
+    made = run(sys.executable, "-m", "venv", root)
+    assert made.returncode == 0, made.stderr
+    py = root / "bin" / "python"
+    # --no-index: the wheel needs nothing from the package index
+    installed = run(py, "-m", "pip", "install", "--no-index", "--disable-pip-version-check", dist["wheel"])
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    return py
+
+
+def test_wheel_is_one_abi3_manylinux2014_wheel(dist):
+    name = dist["wheel"].name
+    assert "-cp311-abi3-" in name, name
+    assert "manylinux_2_17_x86_64" in name and "manylinux2014_x86_64" in name, name
+    with zipfile.ZipFile(dist["wheel"]) as whl:
+        names = whl.namelist()
+        info = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        meta = whl.read(info).decode()
+    assert "dlbridge/_native.abi3.so" in names
+    assert "dlbridge/py.typed" in names and "dlbridge/__init__.pyi" in names
+    assert any(n.endswith("licenses/LICENSE-MIT") for n in names)
+    assert any(n.endswith("licenses/LICENSE-APACHE") for n in names)
+    assert "Requires-Python: >=3.11" in meta
+    assert "License-Expression: MIT OR Apache-2.0" in meta
+    assert "Requires-Dist" not in meta  # no required Python dependencies
+
+
+def test_sdist_has_the_sources_and_the_licenses(dist):
+    import tarfile
+
+    with tarfile.open(dist["sdist"]) as sdist:
+        names = {n.split("/", 1)[1] for n in sdist.getnames() if "/" in n}
+    for path in ("pyproject.toml", "Cargo.toml", "Cargo.lock", "LICENSE-MIT", "LICENSE-APACHE",
+                 "crates/dlbridge/src/lib.rs", "crates/dlbridge-py/src/lib.rs",
+                 "python/dlbridge/__init__.py", "python/dlbridge/_native.pyi"):
+        assert path in names, path
+
+
+def test_versions_agree(dist):
+    version = dist["wheel"].name.split("-")[1]
+    assert dist["sdist"].name == f"dlbridge-{version}.tar.gz"
+    cargo = (REPO / "Cargo.toml").read_text()
+    assert f'version = "{version}"' in cargo
+
+
+def test_wheel_works_alone_in_a_fresh_venv(fresh_venv):
+    listed = run(fresh_venv, "-m", "pip", "list", "--format=json", "--disable-pip-version-check")
+    packages = {p["name"].lower() for p in json.loads(listed.stdout)}
+    assert packages - {"pip", "setuptools"} == {"dlbridge"}, packages
+    code = (
+        "import dlbridge, importlib.util\n"
+        "assert importlib.util.find_spec('numpy') is None\n"
+        "data = bytearray(b'dlbridge')\n"
+        "t = dlbridge.from_dlpack(data)\n"
+        "assert (t.shape, str(t.dtype), t.readonly) == ((8,), 'uint8', False)\n"
+        "view = memoryview(t)\n"
+        "assert bytes(view) == b'dlbridge'\n"
+        "view[0] = ord('D')\n"
+        "assert data == bytearray(b'Dlbridge')  # the same memory, no copy\n"
+        "print(dlbridge.__version__, dlbridge.__file__)\n"
+    )
+    used = run(fresh_venv, "-c", code, cwd=fresh_venv.parent.parent)
+    assert used.returncode == 0, used.stdout + used.stderr
+    version, where = used.stdout.split()
+    assert version == metadata.version("dlbridge")
+    assert str(fresh_venv.parent.parent) in where  # the installed wheel, not this checkout
+
+
+def test_checker_with_numpy_alone(fresh_venv, tmp_path):
+    numpy_version = metadata.version("numpy")
+    added = run(fresh_venv, "-m", "pip", "install", "--disable-pip-version-check", f"numpy=={numpy_version}")
+    assert added.returncode == 0, added.stdout + added.stderr
+    out = tmp_path / "check.json"
+    checked = run(fresh_venv, "-m", "dlbridge", "check", "--quiet", "--json", out, cwd=tmp_path, timeout=600)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "numpy" in checked.stdout and "Traceback" not in checked.stdout + checked.stderr
+    doc = json.loads(out.read_text())
+    peers = set(doc["libraries"]) - {"python", "dlpack-ref"}
+    assert peers == {"numpy"}, doc["libraries"]
+    statuses = {r["status"] for r in doc["results"]}
+    assert "pass" in statuses and not statuses & {"crash", "timeout"}
