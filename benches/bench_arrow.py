@@ -138,7 +138,7 @@ def report(results: list[Row], params: dict[str, int], command: str, quick: bool
         "ns per call, min / median; ratio = conversion median / baseline median (below 1 is "
         "faster). Every conversion here is zero-copy.",
         "",
-        "Rows marked **target** are issue 4 item 5's targets: the one-call routes of the "
+        "Rows marked **target** are the goals set for this table: the one-call routes of the "
         "round trip pyarrow <-> dlbridge <-> NumPy, each to be no slower than pyarrow's own "
         "path (ratio <= 1.00x). The others are shown for context (the two-hop row makes two "
         "calls against the baseline's one).",

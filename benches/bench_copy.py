@@ -161,7 +161,7 @@ def groups() -> list[Group]:
             target_peer="t.T.contiguous()",
         ),
         Group(
-            "Cross-check for issue 3's stated target: dlbridge's allocating transpose against "
+            "Cross-check for the stated target: dlbridge's allocating transpose against "
             "torch's copy of the transpose into an existing tensor",
             [
                 Entry("dlbridge.from_dlpack(a.T).copy()", "dlbridge.from_dlpack(a.T).copy()",

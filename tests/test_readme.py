@@ -1,0 +1,44 @@
+"""The README's promises: its tour runs as written, and what users read names no internal
+files or tracker numbers."""
+
+from __future__ import annotations
+
+import doctest
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tour() -> str:
+    """The ``pycon`` block under the README's "A 30-second tour" heading."""
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## A 30-second tour", 1)[1]
+    match = re.search(r"```pycon\n(.*?)```", section, re.DOTALL)
+    assert match, "the tour has no pycon block"
+    return match.group(1)
+
+
+def test_readme_tour_runs_as_written():
+    pytest.importorskip("numpy")
+    pytest.importorskip("torch")
+    test = doctest.DocTestParser().get_doctest(tour(), {}, "README tour", "README.md", 0)
+    assert len(test.examples) >= 10
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} tour lines differ (see above)"
+
+
+def user_facing_texts() -> list[Path]:
+    return [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+@pytest.mark.parametrize("path", user_facing_texts(), ids=lambda p: str(p.relative_to(REPO)))
+def test_user_facing_text_names_no_internal_files_or_tracker_numbers(path):
+    text = path.read_text()
+    # the project's tracker numbers are small; upstream bug numbers (numpy#20742) are facts
+    for pattern in (r"CASES\.md", r"DECISIONS", r"\.\./shared", r"(?i:\bissues? \d{1,2}\b)"):
+        assert not re.search(pattern, text), f"{path.name}: {pattern}"
