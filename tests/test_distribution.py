@@ -23,10 +23,14 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("DLBRIDGE_TEST_DIST") != "1",
-    reason="builds the release wheel and installs it in a fresh venv (slow): set DLBRIDGE_TEST_DIST=1 (CI does)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        os.environ.get("DLBRIDGE_TEST_DIST") != "1",
+        reason="builds the release wheel and installs it in a fresh venv (slow): set DLBRIDGE_TEST_DIST=1 (CI does)",
+    ),
+    # a cold release build (the first test's setup) takes minutes on two cores
+    pytest.mark.timeout(1200),
+]
 
 
 #: the environment of the fresh venv's commands: nothing that would point its Python at this
