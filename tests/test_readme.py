@@ -33,7 +33,10 @@ def test_readme_tour_runs_as_written():
 
 
 def user_facing_texts() -> list[Path]:
-    return [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").rglob("*.md"))]
+    """README, CONTRIBUTING, the site's pages and the benchmark tables it includes."""
+    pages = sorted((REPO / "docs").rglob("*.md"))
+    tables = sorted((REPO / "benches" / "results").glob("*.md"))
+    return [REPO / "README.md", REPO / "CONTRIBUTING.md", *pages, *tables]
 
 
 @pytest.mark.parametrize("path", user_facing_texts(), ids=lambda p: str(p.relative_to(REPO)))
