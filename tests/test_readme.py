@@ -1,5 +1,6 @@
-"""The README's promises: its tour runs as written, and what users read names no internal
-files or tracker numbers."""
+"""What users read keeps its promises: the examples of the README and of the documentation
+site (their ``pycon`` blocks) run as written, and none of it names internal files or tracker
+numbers."""
 
 from __future__ import annotations
 
@@ -30,6 +31,26 @@ def test_readme_tour_runs_as_written():
     runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{result.failed} of {result.attempted} tour lines differ (see above)"
+
+
+def pages_with_examples() -> list[Path]:
+    return [p for p in sorted((REPO / "docs").rglob("*.md")) if "```pycon" in p.read_text()]
+
+
+@pytest.mark.parametrize("page", pages_with_examples(), ids=lambda p: str(p.relative_to(REPO)))
+def test_docs_examples_run_as_written(page):
+    pytest.importorskip("numpy")
+    pytest.importorskip("torch")
+    pytest.importorskip("pyarrow")
+    blocks = re.findall(r"```pycon\n(.*?)```", page.read_text(), re.DOTALL)
+    parser = doctest.DocTestParser()
+    # one namespace per page: its examples build on each other, as a reader's session would
+    test = parser.get_doctest("\n".join(blocks), {}, page.name, str(page), 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.attempted >= 3
+    assert result.failed == 0, f"{result.failed} of {result.attempted} example lines differ (see above)"
 
 
 def user_facing_texts() -> list[Path]:
