@@ -32,7 +32,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--libraries", help="comma-separated peer libraries to check (default: every installed one); "
                    "the built-in reference producer/consumer (dlpack-ref) and python (memoryview) are always included")
-    p.add_argument("--cases", help="comma-separated case ids, globs (layout/*), features (dtype) or CASES.md rows (C1)")
+    p.add_argument("--cases", help="comma-separated case ids, globs (layout/*), features (dtype) or catalog cases (C1); "
+                   "--catalog prints the catalog")
     p.add_argument("--json", metavar="FILE", help="write the full results as JSON")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="worker processes in parallel (default: CPU count)")
@@ -40,7 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--isolate", choices=["producer", "pair", "case"], default="producer",
                    help="one worker process per producer (default, fastest), per pair, or per case")
     p.add_argument("--top", type=int, default=12, help="how many findings to print (default 12)")
-    p.add_argument("--list-cases", action="store_true", help="print the case catalog and exit")
+    p.add_argument("--list-cases", action="store_true", help="print the checker's cases and exit")
+    p.add_argument("--catalog", action="store_true",
+                   help="print dlbridge's catalog of real-world cases (C1 ...) as Markdown and exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     return p
 
@@ -116,6 +119,11 @@ def run_check(
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.catalog:
+        from .catalog import markdown
+
+        sys.stdout.write(markdown())
+        return 0
     if args.list_cases:
         for c in select(args.cases.split(",") if args.cases else None):
             only = f"  (only {', '.join(c.producers)})" if c.producers else ""
