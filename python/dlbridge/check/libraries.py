@@ -22,7 +22,6 @@ import importlib
 import importlib.metadata
 import importlib.util
 import math
-import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -741,11 +740,6 @@ class TensorFlowLib(Library):
             except importlib.metadata.PackageNotFoundError:
                 continue
         return super().version()
-
-    def load(self):
-        # TensorFlow's C++ logging goes to stderr at import; keep the worker's output readable
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        return super().load()
 
     def make(self, recipe, ref):
         tf = self.load()
