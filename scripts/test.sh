@@ -55,7 +55,7 @@ LD_LIBRARY_PATH="$PY_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 "$PY" - <<'PYEOF'
 from importlib import metadata
 names = ["dlbridge", "numpy", "torch", "jax", "jaxlib", "pyarrow", "nanoarrow", "arro3-core",
-         "array-api-strict", "apache-tvm-ffi", "ml_dtypes", "dpnp", "dpctl", "intel-opencl-rt",
+         "array-api-strict", "apache-tvm-ffi", "ml_dtypes", "polars", "tensorflow-cpu", "dpnp", "dpctl", "intel-opencl-rt",
          "hypothesis", "pytest"]
 def v(n):
     try:

@@ -77,7 +77,9 @@ def run_check(
                 for route in ("direct", "dlbridge"):
                     units.append((p, c, case.id, route))
     timings: dict[str, float] = {}
-    raw = run_units(units, jobs=jobs, timeout=timeout, group_by=isolate, progress=progress, timings=timings)
+    slow = frozenset(d.name for d in installed if d.slow_import)
+    raw = run_units(units, jobs=jobs, timeout=timeout, group_by=isolate, progress=progress, timings=timings,
+                    slow_consumers=slow)
     by_id = {c.id: c for c in CASES}
     results = []
     for r in raw:

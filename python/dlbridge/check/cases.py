@@ -334,7 +334,7 @@ NOT_COVERED = {
     "C53": "needs CUDA",
     "C54": "needs CUDA",
     "C55": "needs CUDA IPC",
-    "C56": "pickle across processes (not an exchange between libraries)",
+    "C56": "pickle across processes, not an exchange between libraries",
 }
 
 

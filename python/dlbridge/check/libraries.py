@@ -377,6 +377,8 @@ class Library:
     devices: frozenset[int] = frozenset({1})
     #: can the consumer pass ``device=`` / ``copy=``?
     takes_kwargs = True
+    #: importing the library takes seconds: the checker runs its consumer units in one worker
+    slow_import = False
     note = ""
 
     def __init__(self) -> None:
@@ -728,6 +730,7 @@ class TensorFlowLib(Library):
     pip = "tensorflow-cpu"
     readonly_results = True
     takes_kwargs = False
+    slow_import = True
     note = ("consumer: tf.experimental.dlpack.from_dlpack of the legacy capsule x.__dlpack__() "
             "(it takes raw capsules only); TensorFlow tensors are immutable and C-contiguous")
     #: distributions that install the ``tensorflow`` module
@@ -974,6 +977,7 @@ class Discovered:
     consumer: bool
     builtin: bool
     note: str = ""
+    slow_import: bool = False
 
 
 def discover(selected: list[str] | None = None) -> list[Discovered]:
@@ -989,7 +993,7 @@ def discover(selected: list[str] | None = None) -> list[Discovered]:
                 ver = lib.version()
             except Exception:  # noqa: BLE001
                 ver = "?"
-        out.append(Discovered(lib.name, inst, ver, lib.producer, lib.consumer, lib.builtin, lib.note))
+        out.append(Discovered(lib.name, inst, ver, lib.producer, lib.consumer, lib.builtin, lib.note, lib.slow_import))
     return out
 
 
