@@ -102,7 +102,7 @@ ENTRIES: tuple[Entry, ...] = (
         "torch (3, 1, 6, 2) float32 into a consumer that derives its own layout, then a reduction",
         "JAX rebuilt the layout from strides of extent-1 dimensions and reduced to wrong results or refused.",
         (_i(JAX, 24680), _i(JAX, 25066)),
-        "dlbridge normalises the strides of extent-1 dimensions on export, so the reduction succeeds and equals the source's.",
+        "dlbridge hands such tensors on as C-contiguous data (the stride of an extent-1 dimension does not matter), and the reduction in the consumer equals the source's.",
         (
             "tests/test_convert.py::test_c5_size1_dims_then_reduce",
             "tests/interop/test_jax.py::test_torch_size1_to_jax_reduce",
@@ -287,7 +287,7 @@ ENTRIES: tuple[Entry, ...] = (
         "100 000 failing exports (a dtype the negotiated version cannot express)",
         "Every refused export leaked its partly built capsule (PyTorch).",
         (_i(TORCH, 171820),),
-        "dlbridge builds nothing before the checks pass; memory stays flat.",
+        "dlbridge's refused exports free everything they allocated: memory stays flat over 100 000 refusals.",
         ("tests/test_leaks.py::test_failing_exports_do_not_grow_memory",),
     ),
     Entry(
@@ -307,7 +307,7 @@ ENTRIES: tuple[Entry, ...] = (
         "free-threaded Python, 8 threads importing from one producer at once",
         "NumPy's DLPack paths raced under free-threading.",
         (_i(NUMPY, 28881),),
-        "dlbridge's import and export keep no shared mutable state outside the capsule being consumed; the thread tests run on every Python and report races under a free-threaded build.",
+        "Eight threads import from one shared producer and drop the results on other threads without error or leak; that test runs with the GIL here, and has not run on a free-threaded build.",
         ("tests/test_threads.py::test_eight_threads_exchange_and_drop",),
         "needs a free-threaded (no-GIL) Python build",
     ),
@@ -429,7 +429,7 @@ ENTRIES: tuple[Entry, ...] = (
         "CUDA managed allocation",
         "Managed memory was tagged kDLCUDAHost, or refused by CPU consumers (PyTorch, cuda-python).",
         (_i(TORCH, 96318), _p("NVIDIA/cuda-python", 1863)),
-        "dlbridge tags managed memory kDLCUDAManaged, which host consumers read and CUDA consumers take as device memory.",
+        "dlbridge tags managed memory kDLCUDAManaged (not kDLCUDAHost) and treats it as host-accessible, so CPU consumers can read it.",
         ("crates/dlbridge/src/cuda/memory.rs::devices_of_memory_kinds",),
         "needs CUDA (managed memory)",
     ),
@@ -486,7 +486,7 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C40",
         "`from_dlpack(x, copy=False)` where the target needs realigned data",
-        "JAX copied misaligned data silently despite `copy=False`, or logged a line on every import.",
+        "JAX needs 64-byte aligned buffers: with `copy=False` it refused with ValueError instead of BufferError, and its realigning copies logged a line on every import.",
         (_i(JAX, 29810), _i(JAX, 30228)),
         "dlbridge raises BufferError with `copy=False`; with `copy=None` it copies once, without logging.",
         (
@@ -565,7 +565,7 @@ ENTRIES: tuple[Entry, ...] = (
         "Arrow: import an ArrowSchema whose release callback frees its memory and nulls `release`",
         "Arrow C++ read schema fields after releasing them.",
         (_i(ARROW, 47296),),
-        "dlbridge reads everything it needs before calling release and never touches the struct afterwards.",
+        "dlbridge moves the struct out of its capsule (the source is marked released without a call), calls `release` exactly once and reads nothing of the schema after that call.",
         ("tests/interop/test_arrow.py::test_capsules_are_single_use_and_unconsumed_ones_release",),
     ),
     Entry(
@@ -606,7 +606,7 @@ ENTRIES: tuple[Entry, ...] = (
         "Arrow: string_view column exported with `requested_schema=utf8`",
         "Producers ignored the requested schema, and consumers without view types failed (VegaFusion, DuckDB).",
         (_p("vega/vegafusion", 501), _i("duckdb/duckdb", 13424)),
-        "dlbridge honours `requested_schema` on export where it can cast and refuses clearly where it cannot.",
+        "dlbridge's Arrow exports honour `requested_schema` where the request describes the same data (bit-packed booleans, an integer view, fixed-size-list storage) and otherwise answer with their default schema for the caller to cast. dlbridge holds no string columns, so string_view data never reaches it.",
         ("tests/interop/test_arrow.py::test_requested_schema_bit_packed_bool_and_storage",),
     ),
     Entry(
@@ -614,7 +614,7 @@ ENTRIES: tuple[Entry, ...] = (
         "Arrow: primitive array with nulls into DLPack",
         "DLPack has no validity bitmap: nulls were dropped silently and the garbage behind them read as values (Arrow).",
         (_i(ARROW, 7540),),
-        "dlbridge raises BufferError by default and names the opt-in: fill the nulls with a value or return a mask.",
+        "dlbridge raises BufferError naming the fixes (fill the nulls first, e.g. `pyarrow.compute.fill_null`, or convert with `zero_copy_only=False`); it never drops the validity bitmap silently.",
         (
             "tests/interop/test_arrow.py::test_nulls_raise_buffer_error_naming_the_fix",
             "tests/interop/test_pyarrow.py::test_pyarrow_nulls_refused",
