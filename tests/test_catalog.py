@@ -79,3 +79,26 @@ def test_user_facing_text_names_no_outside_files_or_tracker_numbers():
     for t in texts:
         assert "CASES.md" not in t and "DECISIONS" not in t and "/work/" not in t, t[:200]
         assert not re.search(r"\bissue \d+", t), t[:200]
+
+
+def test_html_links_to_entries_and_cases():
+    assert catalog.link_refs("see C13 and C99, not XC1") == (
+        f"see {catalog.entry_link('C13')} and C99, not XC1"
+    )
+    assert catalog.entry_link("C13").startswith('<a href="#C13" title="')
+    assert catalog.case_link("dtype/bool") == '<a href="#case-dtype-bool"><code>dtype/bool</code></a>'
+    assert catalog.case_link("no/such") == "no/such"
+    section = catalog.html_section()
+    for e in catalog.ENTRIES:
+        assert f'id="{e.id}"' in section
+    for c in CASES:
+        assert f'id="{catalog.case_anchor(c.id)}"' in section
+    for url in (u for e in catalog.ENTRIES for u in e.reports):
+        assert f'href="{url}"' in section
+
+
+def test_json_entries():
+    got = catalog.for_json(["C31", "C2", "C2", "C999"])
+    assert list(got) == ["C2", "C31"]
+    assert got["C31"]["reports"] == list(catalog.BY_C["C31"].reports)
+    assert got["C31"]["needs"] and got["C2"]["tests"]

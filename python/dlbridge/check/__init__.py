@@ -1,12 +1,15 @@
 """``python -m dlbridge check``: which of the installed array libraries exchange what correctly.
 
-For every producer x consumer pair of the installed libraries and every case of the catalog
+For every producer x consumer pair of the installed libraries and every case of the checker
 (:mod:`dlbridge.check.cases`), the checker runs the exchange directly
 (``consumer.from_dlpack(x)``) and through dlbridge
 (``consumer.from_dlpack(dlbridge.from_dlpack(x))``) in isolated worker processes, checks
 values at every index, dtype, shape, aliasing, read-only status and exception types, and reports
 a terminal summary, ``--json`` and ``--html``. The exit status is 1 when dlbridge itself fails a
 case, 0 otherwise (whatever the peer libraries do).
+
+Cases name the entries of dlbridge's catalog of real-world cases (C1 to C56,
+:mod:`dlbridge.check.catalog`, printed by ``--catalog``) that they exercise; the reports link to them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The case catalog: what the checker exchanges, between which libraries, expecting what.
+"""The checker's cases: what it exchanges, between which libraries, expecting what.
 
 Every case names the entries of dlbridge's catalog of real-world cases (C1 to C56,
 :mod:`dlbridge.check.catalog`) it exercises in ``refs``. Features group cases for the
@@ -68,7 +68,7 @@ DTYPES = [
 ]
 
 
-def _catalog() -> list[Case]:
+def _build_cases() -> list[Case]:
     cases: list[Case] = []
     add = cases.append
 
@@ -300,7 +300,7 @@ def _catalog() -> list[Case]:
     return cases
 
 
-CASES: list[Case] = _catalog()
+CASES: list[Case] = _build_cases()
 BY_ID: dict[str, Case] = {c.id: c for c in CASES}
 
 #: Catalog entries the checker does not exercise on this machine, and why (shown when no case

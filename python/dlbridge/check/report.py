@@ -523,7 +523,7 @@ def html_page(meta: dict, results: list[dict], summary: dict, producers: list[st
             f"<li>{_badge(g['status'])} {who} — {_e(g['kind'])}, {g['count']} result(s) {' '.join(catalog.entry_link(x) for x in g['refs'])}<br>"
             f"{catalog.link_refs(_e(g['example']))}<br><span class=small>cases: {', '.join(catalog.case_link(c) for c in g['cases'][:12])}"
             f" · pairs: {_e(', '.join(g['pairs'][:12]))}</span><br>"
-            f"<span class=small><b>workaround:</b> {_e(g['workaround'])}</span></li>"
+            f"<span class=small><b>workaround:</b> {catalog.link_refs(_e(g['workaround']))}</span></li>"
         )
     parts.append("</ol>")
     rescues = summary.get("dlbridge_rescues") or []
@@ -536,7 +536,7 @@ def html_page(meta: dict, results: list[dict], summary: dict, producers: list[st
     if refusals:
         parts.append("<h2>Where dlbridge refuses (documented) but the direct exchange works</h2><table><tr><th>results</th><th>reason</th><th>pairs</th></tr>")
         for g in refusals:
-            parts.append(f"<tr><td>{g['count']}</td><td>{_e(g['reason'])}</td><td class=small>{_e(', '.join(g['pairs']))}</td></tr>")
+            parts.append(f"<tr><td>{g['count']}</td><td>{catalog.link_refs(_e(g['reason']))}</td><td class=small>{_e(', '.join(g['pairs']))}</td></tr>")
         parts.append("</table>")
     # matrices
     parts.append("<h2>All features</h2>")
