@@ -72,7 +72,11 @@ ENTRIES: tuple[Entry, ...] = (
         "TensorFlow and CuPy reported \"invalid strides\" or crashed on a reversed 1-D view instead of copying or refusing.",
         (_i(TF, 51598), _i(CUPY, 5665)),
         "dlbridge copies into a compact array for such consumers (one copy, reason reported) or raises BufferError with `copy=False`.",
-        ("tests/test_convert.py::test_c2_flip_into_compact_only_consumer",),
+        (
+            "tests/test_convert.py::test_c2_flip_into_compact_only_consumer",
+            "tests/interop/test_tensorflow.py::test_layouts_into_tensorflow_are_copied_when_not_row_major",
+            "tests/interop/test_tensorflow.py::test_tensorflow_itself_refuses_strided_capsules_with_its_own_error",
+        ),
     ),
     Entry(
         "C3",
@@ -203,6 +207,7 @@ ENTRIES: tuple[Entry, ...] = (
             "tests/test_export.py::test_readonly_legacy_is_buffer_error",
             "tests/test_export.py::test_readonly_legacy_with_copy_true_exports_a_copy",
             "tests/interop/test_jax.py::test_dlbridge_readonly_to_jax_is_buffer_error",
+            "tests/interop/test_tensorflow.py::test_read_only_source_into_tensorflow_is_copied",
         ),
     ),
     Entry(
@@ -226,6 +231,7 @@ ENTRIES: tuple[Entry, ...] = (
         (
             "tests/test_convert.py::test_c15_jax_into_torch_is_copied",
             "tests/interop/test_jax.py::test_jax_to_torch_through_dlbridge",
+            "tests/interop/test_tensorflow.py::test_tensorflow_into_torch_is_copied",
         ),
     ),
     Entry(
@@ -400,7 +406,10 @@ ENTRIES: tuple[Entry, ...] = (
         "TensorFlow keeps int32 tensors in host memory even on a GPU; consumers that trusted the device name read host memory as device memory.",
         (_i(TF, 41307), _i(TF, 78091)),
         "dlbridge takes the device from the capsule (where the bytes are), reports CPU and hands the consumer the right data.",
-        ("tests/test_convert.py::test_c31_tensorflow",),
+        (
+            "tests/test_convert.py::test_c31_tensorflow",
+            "tests/interop/test_tensorflow.py::test_tensorflow_under_a_gpu_scope_reports_where_its_bytes_are",
+        ),
         "the GPU half needs a GPU; without one TensorFlow places the tensor on the CPU and the checker verifies the device it reports",
     ),
     Entry(
