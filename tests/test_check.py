@@ -145,6 +145,9 @@ def test_tensorflow_producer_and_consumer(tmp_path):
     for route in ("direct", "dlbridge"):
         assert by[("tensorflow", "numpy", "device/tf_gpu_scope", route)]["status"] == "pass"
     assert "C31" in doc["summary"]["coverage"]["covered"]
+    # TensorFlow's consumer units run in one worker of their own (imported once, not once per producer)
+    assert "consumer tensorflow" in doc["batch_seconds"]
+    assert not any("tensorflow" in k for k in doc["batch_seconds"] if k not in ("consumer tensorflow", "tensorflow"))
     # TensorFlow imports row-major data only and says so with its own exception, not BufferError
     # (a limitation of the peer, never dlbridge's fault)
     tr = by[("numpy", "tensorflow", "layout/transposed", "direct")]

@@ -945,7 +945,8 @@ ALL_LIBRARIES: list[type[Library]] = [
     RefLib,
 ]
 
-#: Libraries the issue names that have no adapter yet (reported as "not checked" when found).
+#: Array libraries with DLPack support that the checker has no adapter for yet (reported as
+#: "installed but not checked yet" when found).
 KNOWN_WITHOUT_ADAPTER = {
     "cupy": ("cupy", "cupy"),
     "mlx": ("mlx", "mlx"),
@@ -998,7 +999,7 @@ def discover(selected: list[str] | None = None) -> list[Discovered]:
 
 
 def discover_unadapted() -> dict[str, str]:
-    """Libraries the issue names, installed, that the checker has no adapter for yet."""
+    """Installed array libraries that the checker has no adapter for yet."""
     out = {}
     for name, (mod, dist) in KNOWN_WITHOUT_ADAPTER.items():
         try:
