@@ -671,11 +671,6 @@ ENTRIES: tuple[Entry, ...] = (
 BY_C: dict[str, Entry] = {e.id: e for e in ENTRIES}
 
 
-def entry_anchor(cid: str) -> str:
-    """The HTML anchor of a catalog entry (``C12`` -> ``C12``)."""
-    return cid
-
-
 def case_anchor(case_id: str) -> str:
     """The HTML anchor of a checker case (``dtype/bool`` -> ``case-dtype-bool``)."""
     return "case-" + re.sub(r"[^A-Za-z0-9]+", "-", case_id).strip("-")
@@ -692,7 +687,8 @@ def why_not_here(cid: str) -> str:
 
 
 def report_label(url: str) -> str:
-    """``https://github.com/pytorch/pytorch/issues/1`` -> ``pytorch/pytorch#1`` (``!1`` for a pull request)."""
+    """``https://github.com/pytorch/pytorch/issues/1`` -> ``pytorch/pytorch#1``; a pull request
+    reads ``pytorch/pytorch PR #1``."""
     m = re.fullmatch(r"https://github\.com/([^/]+/[^/]+)/(issues|pull)/(\d+)", url)
     if not m:
         return url
@@ -700,7 +696,8 @@ def report_label(url: str) -> str:
 
 
 def _short_title(e: Entry) -> str:
-    return re.sub(r"`", "", e.input)
+    """The entry's input without Markdown backticks (for an HTML title attribute)."""
+    return e.input.replace("`", "")
 
 
 # ----------------------------------------------------------------------------- Markdown
@@ -724,7 +721,7 @@ def markdown() -> str:
         "",
     ]
     for e in ENTRIES:
-        out += [f'<a id="{entry_anchor(e.id)}"></a>', "", f"### {e.id}: {e.input}", ""]
+        out += [f'<a id="{e.id}"></a>', "", f"### {e.id}: {e.input}", ""]
         out.append(f"- **What goes wrong:** {e.problem}")
         out.append("- **Reports:** " + ", ".join(f"[{report_label(u)}]({u})" for u in e.reports))
         out.append(f"- **What dlbridge does:** {e.dlbridge}")
@@ -744,7 +741,7 @@ def markdown() -> str:
         for c in CASES:
             if c.feature != feat:
                 continue
-            refs = ", ".join(f"[{r}](#{entry_anchor(r)})" for r in c.refs)
+            refs = ", ".join(f"[{r}](#{r})" for r in c.refs)
             only = f" Only from {', '.join(c.producers)}." if c.producers else ""
             out.append(f'- <a id="{case_anchor(c.id)}"></a>`{c.id}`: {c.title}.{only}' + (f" Catalog: {refs}." if refs else ""))
         out.append("")
@@ -766,7 +763,7 @@ def html_section(ids: list[str] | None = None) -> str:
     out = ['<h2 id="catalog">Catalog of cases</h2>',
            "<p class=small>The real-world cases the results refer to, and the checker's cases.</p>"]
     for e in chosen:
-        out.append(f'<div class=cat id="{entry_anchor(e.id)}"><h3>{e.id}: {_code(e.input)}</h3><ul>')
+        out.append(f'<div class=cat id="{e.id}"><h3>{e.id}: {_code(e.input)}</h3><ul>')
         out.append(f"<li><b>What goes wrong:</b> {_code(e.problem)}</li>")
         out.append("<li><b>Reports:</b> " + ", ".join(
             f'<a href="{html.escape(u, quote=True)}">{html.escape(report_label(u))}</a>' for u in e.reports) + "</li>")
@@ -792,7 +789,7 @@ def entry_link(cid: str) -> str:
     """An HTML link to a catalog entry inside the checker's report."""
     if cid not in BY_C:
         return html.escape(cid)
-    return f'<a href="#{entry_anchor(cid)}" title="{html.escape(_short_title(BY_C[cid]), quote=True)}">{html.escape(cid)}</a>'
+    return f'<a href="#{cid}" title="{html.escape(_short_title(BY_C[cid]), quote=True)}">{html.escape(cid)}</a>'
 
 
 def case_link(case_id: str) -> str:
