@@ -58,7 +58,7 @@ step bash scripts/docs.sh
 "$PY" - <<'PYEOF'
 from importlib import metadata
 names = ["dlbridge", "numpy", "torch", "jax", "jaxlib", "pyarrow", "nanoarrow", "arro3-core",
-         "array-api-strict", "apache-tvm-ffi", "ml_dtypes", "dpnp", "dpctl", "intel-opencl-rt",
+         "array-api-strict", "apache-tvm-ffi", "ml_dtypes", "polars", "tensorflow-cpu", "dpnp", "dpctl", "intel-opencl-rt",
          "hypothesis", "pytest"]
 def v(n):
     try:

@@ -3,6 +3,7 @@ isolation of crashes and hangs. Kept fast: NumPy (and torch when installed) with
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -76,10 +77,31 @@ def test_numpy_only(tmp_path):
     assert "numpy" in proc.stdout and doc["libraries"]["numpy"] in proc.stdout
     assert "Direct:" in proc.stdout and "Through dlbridge:" in proc.stdout
     assert "dlbridge itself failed no case" in proc.stdout
-    # the HTML page is self-contained
+    # the JSON carries the catalog entries the results name
+    assert doc["catalog"]["C14"]["reports"] and doc["catalog"]["C14"]["tests"]
+    # the terminal names the catalog, never files outside the package or tracker numbers
+    assert "Catalog cases not exercised here" in proc.stdout
+    assert "CASES.md" not in proc.stdout and not re.search(r"\bissue \d", proc.stdout)
+    # the HTML page is self-contained: no loaded resources; web addresses only as links to reports
     assert page is not None and page.startswith("<!doctype html>")
-    assert "<script src" not in page and "<link" not in page and "http://" not in page and "https://" not in page
+    assert "<script src" not in page and "<link" not in page and not re.search(r'src="http|url\(', page)
     assert "dtype/float32" in page
+    assert_html_links(page)
+    # case ids and catalog ids link to their entries, embedded in the page
+    assert 'id="catalog"' in page and 'id="C14"' in page and 'id="case-dtype-float32"' in page
+    assert '<a href="#case-dtype-float32"><code>dtype/float32</code></a>' in page
+    assert re.search(r'<a href="#C14" title="[^"]+">C14</a>', page)
+    assert 'href="https://github.com/numpy/numpy/pull/28600"' in page  # C14's report, as a link
+
+
+def assert_html_links(page: str) -> None:
+    """Every in-page link has its target; web addresses appear only as links."""
+    ids = set(re.findall(r'\sid="([^"]+)"', page))
+    for target in re.findall(r'href="#([^"]+)"', page):
+        assert target in ids, target
+    for url in re.findall(r'https?://[^"<\s]+', page):
+        assert re.search(rf'href="{re.escape(url)}"', page), url
+    assert "CASES.md" not in page and not re.search(r"\bissue \d", page)
 
 
 def test_numpy_torch(tmp_path):
@@ -101,6 +123,41 @@ def test_numpy_torch(tmp_path):
     # torch cannot express negative strides as a producer
     assert by[("torch", "numpy", "layout/neg_cols", "direct")]["status"] == "unsupported"
     assert proc.returncode == doc["summary"]["exit_status"]
+
+
+def test_tensorflow_producer_and_consumer(tmp_path):
+    if importlib.util.find_spec("tensorflow") is None:  # not imported here: it takes seconds
+        pytest.skip("tensorflow is not installed")
+    proc, doc, page = run_check(
+        tmp_path, "--libraries", "numpy,tensorflow", "--cases", "dtype/int32,layout/transposed,device/tf_gpu_scope",
+        timeout=400,
+    )
+    assert doc is not None, proc.stderr
+    assert_schema(doc)
+    assert "tensorflow" in doc["libraries"] and "tensorflow" not in doc["unadapted"]
+    assert "not checked yet" not in proc.stdout
+    by = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in doc["results"]}
+    for route in ("direct", "dlbridge"):
+        assert by[("tensorflow", "numpy", "dtype/int32", route)]["status"] == "pass"
+        assert by[("numpy", "tensorflow", "dtype/int32", route)]["status"] == "pass"
+    # C31: created under a GPU scope, the tensor reports the device its bytes are on and the
+    # consumer gets the right values
+    for route in ("direct", "dlbridge"):
+        assert by[("tensorflow", "numpy", "device/tf_gpu_scope", route)]["status"] == "pass"
+    assert "C31" in doc["summary"]["coverage"]["covered"]
+    # TensorFlow's consumer units run in one worker of their own (imported once, not once per producer)
+    assert "consumer tensorflow" in doc["batch_seconds"]
+    assert not any("tensorflow" in k for k in doc["batch_seconds"] if k not in ("consumer tensorflow", "tensorflow"))
+    # TensorFlow imports row-major data only and says so with its own exception, not BufferError
+    # (a limitation of the peer, never dlbridge's fault)
+    tr = by[("numpy", "tensorflow", "layout/transposed", "direct")]
+    assert tr["status"] in ("error", "pass") and tr.get("fault") != "dlbridge", tr
+    assert doc["summary"]["exit_status"] == 0
+    # both roles appear in the HTML matrices
+    assert "<th>tensorflow</th>" in page and "tensorflow → numpy" in page and "numpy → tensorflow" in page
+    assert_html_links(page)
+    assert '<a href="#case-device-tf-gpu-scope"><code>device/tf_gpu_scope</code></a>' in page
+    assert 'id="C31"' in page
 
 
 def test_crash_and_hang_are_isolated(tmp_path):
@@ -129,6 +186,8 @@ def test_cli_errors_and_listing():
     assert bad.returncode == 2 and "unknown libraries" in bad.stderr
     lst = subprocess.run([sys.executable, "-m", "dlbridge", "check", "--list-cases"], capture_output=True, text=True)
     assert lst.returncode == 0 and "capsule/consumed" in lst.stdout and "C18" in lst.stdout
+    helptext = subprocess.run([sys.executable, "-m", "dlbridge", "check", "--help"], capture_output=True, text=True)
+    assert "catalog cases (C1)" in " ".join(helptext.stdout.split()) and "CASES.md" not in helptext.stdout
     usage = subprocess.run([sys.executable, "-m", "dlbridge"], capture_output=True, text=True)
     assert usage.returncode == 2 and "check" in usage.stdout
 
@@ -139,7 +198,7 @@ def test_catalog_covers_named_rows():
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))
     refs = {r for c in CASES for r in c.refs}
-    # every CASES.md row is either exercised by some case or explained
+    # every catalog entry is either exercised by some case or explained
     for i in range(1, 57):
         assert f"C{i}" in refs or f"C{i}" in NOT_COVERED, f"C{i}"
     for c in CASES:

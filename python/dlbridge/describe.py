@@ -108,7 +108,7 @@ class CapsuleInfo:
 
     @property
     def readonly(self) -> bool:
-        # a legacy capsule cannot say; dlbridge imports it read-only (DECISIONS)
+        # a legacy capsule cannot say; dlbridge imports it read-only
         return self.version is None or "READ_ONLY" in self.flags
 
 

@@ -785,8 +785,8 @@ class Dlbridge(Namespace):
 
 
 class TensorFlow(Namespace):
-    """TensorFlow (not installed on the machine this was written on: the facts come from its
-    documentation and bug reports, and the tests skip it)."""
+    """TensorFlow: ``tf.experimental.dlpack`` takes raw legacy capsules only; its tensors are
+    immutable and C-contiguous."""
 
     name = module = "tensorflow"
     noun = "tensor"

@@ -53,17 +53,18 @@ def _sycl_ok() -> bool:
 
 
 TARGETS = [
-    n for n in ("numpy", "torch", "jax", "pyarrow", "dpnp", "array_api_strict", "tvm_ffi", "dlbridge")
+    n for n in ("numpy", "torch", "jax", "pyarrow", "dpnp", "array_api_strict", "tvm_ffi", "tensorflow", "dlbridge")
     if nsmod.get(n).installed() and (n != "dpnp" or _sycl_ok())
 ]
 SOURCES = TARGETS  # the same libraries as producers
 
 #: dtypes each target lacks (measured: numpy 2.4 + ml_dtypes, torch 2.15, jax 0.10 with x64,
-#: pyarrow 26, dpnp 0.20, array_api_strict 2.6, tvm_ffi 0.1)
+#: pyarrow 26, dpnp 0.20, array_api_strict 2.6, tvm_ffi 0.1, tensorflow-cpu 2.21)
 LACKS = {
     "pyarrow": {"complex64", "complex128", "bfloat16", "float8_e4m3fn"},
     "dpnp": {"bfloat16", "float8_e4m3fn"},
     "array_api_strict": {"float16", "bfloat16", "float8_e4m3fn"},
+    "tensorflow": {"float8_e4m3fn"},  # tensorflow-cpu 2.21: no float8 through DLPack
 }
 
 DTYPES = [
@@ -120,6 +121,8 @@ def make_source(lib: str, recipe: L.Recipe):
         return None, None
     if lib == "pyarrow" and recipe.dtype == "bool" and ref.ndim > 1:
         return None, None  # pyarrow.Tensor.from_numpy stores booleans as uint8
+    if lib == "tensorflow" and recipe.dtype.startswith("float8"):
+        return None, None  # TensorFlow's own __dlpack__ refuses float8 (InvalidArgumentError)
     return x, ref
 
 
@@ -156,6 +159,7 @@ RESULT_TYPES = {
     "dpnp": lambda y: type(y).__module__.startswith("dpnp"),
     "array_api_strict": lambda y: type(y).__module__.startswith("array_api_strict"),
     "tvm_ffi": lambda y: type(y).__module__.startswith("tvm_ffi"),
+    "tensorflow": lambda y: type(y).__module__.startswith("tensorflow"),
     "dlbridge": lambda y: isinstance(y, dlbridge.Tensor),
 }
 
@@ -203,6 +207,7 @@ def result_facts(target: str, y):
         "torch": True,  # torch tensors cannot be read-only
         "tvm_ffi": True,  # no read-only flag: kernels may write it
         "jax": False,  # immutable
+        "tensorflow": False,  # immutable
     }.get(target, obs.writable)
     return obs.dtype, tuple(obs.shape), obs.values, obs.ptr, writable
 
@@ -284,7 +289,7 @@ def check_case(src: str, dst: str, name: str, recipe: L.Recipe, problems: list[s
                 problems.append(f"{tag}: copy=False returned a copy")
             if aliased and ro and writable:
                 problems.append(f"{tag}: writable alias of read-only memory (C15/C16)")
-        if copy is True and writable is False and dst not in ("jax", "pyarrow"):
+        if copy is True and writable is False and dst not in ("jax", "pyarrow", "tensorflow"):
             problems.append(f"{tag}: copy=True result is not writable")
     if None in outcomes and False in outcomes:
         needs_copy = outcomes[None] is not None and outcomes[None] > 0

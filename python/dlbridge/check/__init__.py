@@ -1,12 +1,15 @@
 """``python -m dlbridge check``: which of the installed array libraries exchange what correctly.
 
-For every producer x consumer pair of the installed libraries and every case of the catalog
+For every producer x consumer pair of the installed libraries and every case of the checker
 (:mod:`dlbridge.check.cases`), the checker runs the exchange directly
 (``consumer.from_dlpack(x)``) and through dlbridge
 (``consumer.from_dlpack(dlbridge.from_dlpack(x))``) in isolated worker processes, checks
 values at every index, dtype, shape, aliasing, read-only status and exception types, and reports
 a terminal summary, ``--json`` and ``--html``. The exit status is 1 when dlbridge itself fails a
 case, 0 otherwise (whatever the peer libraries do).
+
+Cases name the entries of dlbridge's catalog of real-world cases (C1 to C56,
+:mod:`dlbridge.check.catalog`, printed by ``--catalog``) that they exercise; the reports link to them.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--libraries", help="comma-separated peer libraries to check (default: every installed one); "
                    "the built-in reference producer/consumer (dlpack-ref) and python (memoryview) are always included")
-    p.add_argument("--cases", help="comma-separated case ids, globs (layout/*), features (dtype) or CASES.md rows (C1)")
+    p.add_argument("--cases", help="comma-separated case ids, globs (layout/*), features (dtype) or catalog cases (C1); "
+                   "--catalog prints the catalog")
     p.add_argument("--json", metavar="FILE", help="write the full results as JSON")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="worker processes in parallel (default: CPU count)")
@@ -40,7 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--isolate", choices=["producer", "pair", "case"], default="producer",
                    help="one worker process per producer (default, fastest), per pair, or per case")
     p.add_argument("--top", type=int, default=12, help="how many findings to print (default 12)")
-    p.add_argument("--list-cases", action="store_true", help="print the case catalog and exit")
+    p.add_argument("--list-cases", action="store_true", help="print the checker's cases and exit")
+    p.add_argument("--catalog", action="store_true",
+                   help="print dlbridge's catalog of real-world cases (C1 ...) as Markdown and exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     return p
 
@@ -74,7 +80,9 @@ def run_check(
                 for route in ("direct", "dlbridge"):
                     units.append((p, c, case.id, route))
     timings: dict[str, float] = {}
-    raw = run_units(units, jobs=jobs, timeout=timeout, group_by=isolate, progress=progress, timings=timings)
+    slow = frozenset(d.name for d in installed if d.slow_import)
+    raw = run_units(units, jobs=jobs, timeout=timeout, group_by=isolate, progress=progress, timings=timings,
+                    slow_consumers=slow)
     by_id = {c.id: c for c in CASES}
     results = []
     for r in raw:
@@ -116,6 +124,11 @@ def run_check(
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.catalog:
+        from .catalog import markdown
+
+        sys.stdout.write(markdown())
+        return 0
     if args.list_cases:
         for c in select(args.cases.split(",") if args.cases else None):
             only = f"  (only {', '.join(c.producers)})" if c.producers else ""

@@ -1,6 +1,7 @@
-"""The case catalog: what the checker exchanges, between which libraries, expecting what.
+"""The checker's cases: what it exchanges, between which libraries, expecting what.
 
-Every case names the rows of ``CASES.md`` it covers in ``refs``. Features group cases for the
+Every case names the entries of dlbridge's catalog of real-world cases (C1 to C56,
+:mod:`dlbridge.check.catalog`) it exercises in ``refs``. Features group cases for the
 report's colour matrices. A case says how the source is built (a :class:`Recipe`: dtype, shape,
 order, view operations, read-only), what is passed to ``from_dlpack`` (``copy=``, ``device=``),
 how the array is handed over (``mode``: the array itself, a wrapper that forces legacy capsules,
@@ -67,7 +68,7 @@ DTYPES = [
 ]
 
 
-def _catalog() -> list[Case]:
+def _build_cases() -> list[Case]:
     cases: list[Case] = []
     add = cases.append
 
@@ -181,6 +182,17 @@ def _catalog() -> list[Case]:
             producers=("dpnp",),
         )
     )
+    add(
+        Case(
+            "device/tf_gpu_scope",
+            "device",
+            "TensorFlow int32 tensor created under a GPU device scope (must report where its bytes are)",
+            ("C31",),
+            Recipe("int32", (3,)),
+            mode="tf_gpu_scope",
+            producers=("tensorflow",),
+        )
+    )
     add(Case("device/strided_cpu", "device", 'device="cpu" of x[::2, ::3]', ("C37",), Recipe(f64, (4, 6), ops=(("ix", (S(None, None, 2), S(None, None, 3))),)), device="cpu"))
 
     add(Case("capsule/legacy", "capsule", "producer forced to send a legacy (unversioned) capsule", ("C46",), Recipe(f64, (3, 4)), mode="legacy"))
@@ -288,20 +300,21 @@ def _catalog() -> list[Case]:
     return cases
 
 
-CASES: list[Case] = _catalog()
+CASES: list[Case] = _build_cases()
 BY_ID: dict[str, Case] = {c.id: c for c in CASES}
 
-#: CASES.md rows this machine cannot express, and why.
+#: Catalog entries the checker does not exercise on this machine, and why (shown when no case
+#: exercised them).
 NOT_COVERED = {
     "C11": "needs Metal/MPS",
     "C19": "a producer's deleter cannot be observed from Python (covered for the reference producer)",
     "C20": "needs a GPU",
-    "C21": "a memory-growth test, not an exchange (see issue 8)",
-    "C22": "needs native threads / interpreter shutdown (see issue 8)",
+    "C21": "a memory-growth test, not an exchange: covered by tests/test_leaks.py",
+    "C22": "needs native threads and interpreter shutdown: covered by tests/test_lifetimes.py",
     "C23": "needs free-threaded Python",
     "C28": "needs torch",
     "C29": "needs torch",
-    "C31": "needs TensorFlow (not installed)",
+    "C31": "needs TensorFlow",
     "C36": "needs a producer on a non-CPU device (dpnp)",
     "C32": "needs two CUDA devices",
     "C33": "needs CUDA (pinned host memory)",
@@ -312,16 +325,16 @@ NOT_COVERED = {
     "C43": "needs CUDA streams",
     "C44": "needs CUDA graphs",
     "C45": "needs two CUDA devices",
-    "C47": "Arrow release callbacks (Arrow bridge tests, issue 4)",
-    "C48": "Arrow stream errors (Arrow bridge tests, issue 4)",
-    "C49": "Arrow schema lifetimes (Arrow bridge tests, issue 4)",
-    "C50": "Arrow extension types (Arrow bridge tests, issue 4)",
-    "C51": "Arrow string_view (Arrow bridge tests, issue 4)",
-    "C52": "Arrow nulls (Arrow bridge tests, issue 4)",
+    "C47": "Arrow release callbacks, not a DLPack exchange: covered by tests/interop/test_arrow.py",
+    "C48": "Arrow stream errors, not a DLPack exchange: covered by tests/interop/test_arrow.py",
+    "C49": "Arrow schema lifetimes, not a DLPack exchange: covered by tests/interop/test_arrow.py",
+    "C50": "Arrow extension types, not a DLPack exchange: covered by tests/interop/test_arrow.py",
+    "C51": "Arrow string_view, not a DLPack exchange: covered by tests/interop/test_arrow.py",
+    "C52": "Arrow nulls, not a DLPack exchange: covered by tests/interop/test_arrow.py",
     "C53": "needs CUDA",
     "C54": "needs CUDA",
     "C55": "needs CUDA IPC",
-    "C56": "pickle across processes (not an exchange between libraries)",
+    "C56": "pickle across processes, not an exchange between libraries",
 }
 
 

@@ -275,6 +275,17 @@ def _observe_tvm(y: Any) -> Observed:
     return obs
 
 
+def _observe_tf(y: Any) -> Observed:
+    obs = Observed(kind="tensorflow.Tensor")
+    info = rc.read_object(y)
+    _from_capsule_info(obs, info)
+    obs.dtype = y.dtype.name
+    obs.ptr = info.data_ptr if info.size else None
+    obs.device = info.device
+    obs.writable = False  # TensorFlow tensors are immutable
+    return obs
+
+
 def _observe_dlbridge(y: Any) -> Observed:
     obs = Observed(kind="dlbridge.Tensor")
     obs.dtype = y.dtype.name
@@ -334,6 +345,8 @@ def observe(y: Any) -> Observed:
         return _observe_pa_tensor(y) if name == "Tensor" else _observe_pa_array(y)
     if mod.startswith("tvm_ffi"):
         return _observe_tvm(y)
+    if mod.startswith("tensorflow"):
+        return _observe_tf(y)
     if mod.startswith("dlbridge"):
         return _observe_dlbridge(y)
     # unknown: read it through DLPack
@@ -364,6 +377,8 @@ class Library:
     devices: frozenset[int] = frozenset({1})
     #: can the consumer pass ``device=`` / ``copy=``?
     takes_kwargs = True
+    #: importing the library takes seconds: the checker runs its consumer units in one worker
+    slow_import = False
     note = ""
 
     def __init__(self) -> None:
@@ -710,6 +725,53 @@ class TvmFfiLib(Library):
         return self.load().from_dlpack(obj, **kw)
 
 
+class TensorFlowLib(Library):
+    name = module = "tensorflow"
+    pip = "tensorflow-cpu"
+    readonly_results = True
+    takes_kwargs = False
+    slow_import = True
+    note = ("consumer: tf.experimental.dlpack.from_dlpack of the legacy capsule x.__dlpack__() "
+            "(it takes raw capsules only); TensorFlow tensors are immutable and C-contiguous")
+    #: distributions that install the ``tensorflow`` module
+    dists = ("tensorflow", "tensorflow-cpu", "tf-nightly", "tf-nightly-cpu")
+
+    def version(self):
+        for dist in self.dists:
+            try:
+                return importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        return super().version()
+
+    def make(self, recipe, ref):
+        tf = self.load()
+        if not recipe.plain:
+            raise Unsupported("TensorFlow tensors have no user-visible layout (always C-contiguous)")
+        try:
+            dt = tf.as_dtype(ref.dtype)
+        except TypeError as e:
+            raise Unsupported(f"tensorflow has no dtype {recipe.dtype}") from e
+        return tf.constant(np.array(ref, copy=True, order="C"), dtype=dt)
+
+    def make_in_gpu_scope(self, ref):
+        """C31: a tensor created under a GPU device scope (placed on the CPU without a GPU)."""
+        tf = self.load()
+        with tf.device("/GPU:0"):
+            return tf.constant(np.array(ref, copy=True, order="C"))
+
+    def src_readonly(self, x):
+        return True  # immutable
+
+    def from_dlpack(self, obj, **kw):
+        tf = self.load()
+        cap = obj if type(obj).__name__ == "PyCapsule" else obj.__dlpack__()
+        return tf.experimental.dlpack.from_dlpack(cap)
+
+    def native_reduce(self, y):
+        return complex(self.load().reduce_sum(y).numpy())
+
+
 class ArrowProducerLib(Library):
     """A library that speaks the Arrow C interfaces only (no DLPack): a producer for dlbridge's
     Arrow import, of 1-D contiguous arrays. Subclasses name what they cannot hold and build the
@@ -875,6 +937,7 @@ ALL_LIBRARIES: list[type[Library]] = [
     DpnpLib,
     ArrayApiStrictLib,
     TvmFfiLib,
+    TensorFlowLib,
     NanoarrowLib,
     Arro3Lib,
     PolarsLib,
@@ -882,9 +945,9 @@ ALL_LIBRARIES: list[type[Library]] = [
     RefLib,
 ]
 
-#: Libraries the issue names that have no adapter yet (reported as "not checked" when found).
+#: Array libraries with DLPack support that the checker has no adapter for yet (reported as
+#: "installed but not checked yet" when found).
 KNOWN_WITHOUT_ADAPTER = {
-    "tensorflow": ("tensorflow", "tensorflow-cpu"),
     "cupy": ("cupy", "cupy"),
     "mlx": ("mlx", "mlx"),
     "paddle": ("paddle", "paddlepaddle"),
@@ -915,6 +978,7 @@ class Discovered:
     consumer: bool
     builtin: bool
     note: str = ""
+    slow_import: bool = False
 
 
 def discover(selected: list[str] | None = None) -> list[Discovered]:
@@ -930,12 +994,12 @@ def discover(selected: list[str] | None = None) -> list[Discovered]:
                 ver = lib.version()
             except Exception:  # noqa: BLE001
                 ver = "?"
-        out.append(Discovered(lib.name, inst, ver, lib.producer, lib.consumer, lib.builtin, lib.note))
+        out.append(Discovered(lib.name, inst, ver, lib.producer, lib.consumer, lib.builtin, lib.note, lib.slow_import))
     return out
 
 
 def discover_unadapted() -> dict[str, str]:
-    """Libraries the issue names, installed, that the checker has no adapter for yet."""
+    """Installed array libraries that the checker has no adapter for yet."""
     out = {}
     for name, (mod, dist) in KNOWN_WITHOUT_ADAPTER.items():
         try:

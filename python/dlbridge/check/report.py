@@ -8,6 +8,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Any
 
+from . import catalog
 from .cases import BY_ID, FEATURES, NOT_COVERED
 
 STATUSES = ["pass", "fail", "error", "crash", "timeout", "unsupported"]
@@ -123,7 +124,7 @@ def group_findings(results: list[dict]) -> list[dict]:
                     rescued += 1
         cases = sorted({r["case"] for r in rs})
         pairs = sorted({f"{r['producer']}→{r['consumer']}" for r in rs})
-        # the CASES.md rows the finding is about: named in the details, or the cases' own rows
+        # the catalog entries the finding is about: named in the details, or the cases' own rows
         # when the finding is confined to a few cases
         named = {m for r in rs for m in re.findall(r"\bC(\d{1,2})\b", r["detail"])}
         refs_set = {f"C{n}" for n in named}
@@ -218,7 +219,7 @@ def consumer_versions(results: list[dict]) -> dict[str, str]:
 
 
 def coverage(results: list[dict], selected: set[str] | None = None) -> dict:
-    """CASES.md rows exercised (a result other than "unsupported") and why the others are not."""
+    """Catalog entries exercised (a result other than "unsupported") and why the others are not."""
     selected_refs = None
     if selected is not None:
         selected_refs = {ref for cid in selected if cid in BY_ID for ref in BY_ID[cid].refs}
@@ -228,8 +229,7 @@ def coverage(results: list[dict], selected: set[str] | None = None) -> dict:
             for ref in r.get("refs") or []:
                 covered[ref] += 1
     not_covered = {}
-    for i in range(1, 57):
-        c = f"C{i}"
+    for c in (e.id for e in catalog.ENTRIES):
         if c not in covered:
             if c in NOT_COVERED:
                 not_covered[c] = NOT_COVERED[c]
@@ -277,7 +277,11 @@ def summarize(results: list[dict], libraries: dict, duration: float, producers: 
 
 
 def document(meta: dict, results: list[dict], summary: dict) -> dict:
-    return {**meta, "results": results, "summary": summary}
+    """The JSON document: metadata, every result, the summary and the catalog entries (C1 ...)
+    that the results' ``refs`` and the coverage name."""
+    named = [ref for r in results for ref in r.get("refs") or []]
+    named += list(summary["coverage"]["not_covered"])
+    return {**meta, "results": results, "summary": summary, "catalog": catalog.for_json(named)}
 
 
 def write_json(path: str, doc: dict) -> None:
@@ -402,7 +406,8 @@ def terminal(meta: dict, results: list[dict], summary: dict, producers: list[str
     nc = summary["coverage"]["not_covered"]
     if nc:
         lines.append("")
-        lines.append(_wrap("CASES.md rows not exercised here: " + "; ".join(f"{k} ({v})" for k, v in nc.items()), 110, ""))
+        lines.append(_wrap("Catalog cases not exercised here (python -m dlbridge check --catalog describes each): "
+                           + "; ".join(f"{k} ({v})" for k, v in nc.items()), 110, ""))
     return "\n".join(lines)
 
 
@@ -425,6 +430,8 @@ table.m a span{flex:1;display:flex;align-items:center;justify-content:center}
 .cellsec:target{border-left-color:#0366d6;background:#f1f8ff}
 .find li{margin-bottom:8px} .small{font-size:12px;color:#555} .dlb{font-weight:600;color:#b00}
 code{background:#f3f4f6;padding:0 3px;border-radius:3px}
+.cat{margin:6px 0 14px;padding:2px 10px;border-left:4px solid #ddd}
+.cat:target,tr:target{border-left-color:#0366d6;background:#f1f8ff}
 """
 
 
@@ -503,7 +510,8 @@ def html_page(meta: dict, results: list[dict], summary: dict, producers: list[st
     if fails:
         parts.append('<table class=det><tr><th>case</th><th>pair</th><th>status</th><th>detail</th></tr>')
         for r in fails[:300]:
-            parts.append(f"<tr><td>{_e(r['case'])}</td><td>{_e(r['producer'])} → {_e(r['consumer'])}</td><td>{_badge(r['status'])}</td><td class=d>{_e(r['detail'])}</td></tr>")
+            parts.append(f"<tr><td>{catalog.case_link(r['case'])}</td><td>{_e(r['producer'])} → {_e(r['consumer'])}</td>"
+                         f"<td>{_badge(r['status'])}</td><td class=d>{catalog.link_refs(_e(r['detail']))}</td></tr>")
         parts.append("</table>")
     else:
         parts.append("<p>None: every failure below belongs to the peer libraries.</p>")
@@ -512,9 +520,10 @@ def html_page(meta: dict, results: list[dict], summary: dict, producers: list[st
     for g in summary["findings"][:25]:
         who = '<span class=dlb>dlbridge</span>' if g["dlbridge"] else _e(g["who"])
         parts.append(
-            f"<li>{_badge(g['status'])} {who} — {_e(g['kind'])}, {g['count']} result(s) {_e(' '.join(g['refs']))}<br>"
-            f"{_e(g['example'])}<br><span class=small>pairs: {_e(', '.join(g['pairs'][:12]))}</span><br>"
-            f"<span class=small><b>workaround:</b> {_e(g['workaround'])}</span></li>"
+            f"<li>{_badge(g['status'])} {who} — {_e(g['kind'])}, {g['count']} result(s) {' '.join(catalog.entry_link(x) for x in g['refs'])}<br>"
+            f"{catalog.link_refs(_e(g['example']))}<br><span class=small>cases: {', '.join(catalog.case_link(c) for c in g['cases'][:12])}"
+            f" · pairs: {_e(', '.join(g['pairs'][:12]))}</span><br>"
+            f"<span class=small><b>workaround:</b> {catalog.link_refs(_e(g['workaround']))}</span></li>"
         )
     parts.append("</ol>")
     rescues = summary.get("dlbridge_rescues") or []
@@ -527,7 +536,7 @@ def html_page(meta: dict, results: list[dict], summary: dict, producers: list[st
     if refusals:
         parts.append("<h2>Where dlbridge refuses (documented) but the direct exchange works</h2><table><tr><th>results</th><th>reason</th><th>pairs</th></tr>")
         for g in refusals:
-            parts.append(f"<tr><td>{g['count']}</td><td>{_e(g['reason'])}</td><td class=small>{_e(', '.join(g['pairs']))}</td></tr>")
+            parts.append(f"<tr><td>{g['count']}</td><td>{catalog.link_refs(_e(g['reason']))}</td><td class=small>{_e(', '.join(g['pairs']))}</td></tr>")
         parts.append("</table>")
     # matrices
     parts.append("<h2>All features</h2>")
@@ -566,14 +575,18 @@ def html_page(meta: dict, results: list[dict], summary: dict, producers: list[st
                         cells_html.append("<td></td>")
                     else:
                         fault = f" <span class=small>(fault: {_e(r['fault'])})</span>" if r.get("fault") and r["status"] in BAD else ""
-                        cells_html.append(f"<td class=d>{_badge(r['status'])}{fault} {_e(r['detail'])}</td>")
-                title = f"<b>{_e(cid)}</b><br><span class=small>{_e(case.title if case else '')}</span>"
-                parts.append(f"<tr><td>{title}</td><td>{_e(' '.join(routes[next(iter(routes))].get('refs') or []))}</td>{''.join(cells_html)}</tr>")
+                        cells_html.append(f"<td class=d>{_badge(r['status'])}{fault} {catalog.link_refs(_e(r['detail']))}</td>")
+                title = f"<b>{catalog.case_link(cid)}</b><br><span class=small>{_e(case.title if case else '')}</span>"
+                refs = " ".join(catalog.entry_link(x) for x in routes[next(iter(routes))].get("refs") or [])
+                parts.append(f"<tr><td>{title}</td><td>{refs}</td>{''.join(cells_html)}</tr>")
             parts.append("</table></div>")
     nc = summary["coverage"]["not_covered"]
-    parts.append("<h2>CASES.md coverage</h2>")
-    parts.append(f"<p>Exercised: {_e(', '.join(summary['coverage']['covered']))}</p>")
+    parts.append('<h2>Catalog coverage</h2><p class=small>Which <a href="#catalog">catalog</a> cases the results exercise.</p>')
+    parts.append(f"<p>Exercised: {' '.join(catalog.entry_link(x) for x in summary['coverage']['covered'])}</p>")
     if nc:
-        parts.append("<table><tr><th>row</th><th>why not here</th></tr>" + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in nc.items()) + "</table>")
+        parts.append("<table><tr><th>case</th><th>why not here</th></tr>"
+                     + "".join(f"<tr><td>{catalog.entry_link(k)}</td><td>{catalog.link_refs(_e(v))}</td></tr>" for k, v in nc.items())
+                     + "</table>")
+    parts.append(catalog.html_section())
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -227,14 +227,19 @@ def run_units(
     group_by: str = "producer",
     progress: Callable[[int, int], None] | None = None,
     timings: dict[str, float] | None = None,
+    slow_consumers: frozenset[str] = frozenset(),
 ) -> list[dict]:
     """Run every unit; returns one result dict per unit (with producer/consumer/case/route).
+
+    With ``group_by="producer"``, the units of a consumer in ``slow_consumers`` (one whose import
+    takes seconds) form one batch of their own instead of joining every producer's batch, so the
+    library is imported once rather than once per producer.
 
     ``timings`` (optional) receives the wall time of each batch and its worker restarts."""
     groups: dict[tuple, list[int]] = {}
     for i, u in enumerate(units):
         if group_by == "producer":
-            key = (u[0],)
+            key = ("consumer", u[1]) if u[1] in slow_consumers else (u[0],)
         elif group_by == "pair":
             key = (u[0], u[1])
         elif group_by == "case":
@@ -261,7 +266,12 @@ def run_units(
         t0 = time.monotonic()
         res = b.run()
         if timings is not None:
-            name = "|".join(sorted({u[0] for u in sub})) if group_by == "producer" else f"{sub[0][0]}|{sub[0][1]}|{len(sub)}"
+            if group_by != "producer":
+                name = f"{sub[0][0]}|{sub[0][1]}|{len(sub)}"
+            elif sub[0][1] in slow_consumers:
+                name = f"consumer {sub[0][1]}"
+            else:
+                name = "|".join(sorted({u[0] for u in sub}))
             with lock:
                 timings[name] = round(time.monotonic() - t0, 2)
                 if b.restarts:

@@ -98,7 +98,9 @@ def build_source(plib: Library, case: Case) -> Source:
         x = rc.RefArray(ref, mode=case.mode)
     else:
         x = plib.make(recipe, ref)
-        if case.mode == "torch_conj":
+        if case.mode == "tf_gpu_scope":
+            x = plib.make_in_gpu_scope(ref)
+        elif case.mode == "torch_conj":
             x = x.conj()
             ref = np.conj(ref)
         elif case.mode == "torch_grad":
@@ -211,7 +213,7 @@ WRAPPER_MODES = ("legacy", "versioned", "consumed", "raw_versioned", "raw_legacy
 def hand_over(src: Source, case: Case) -> Any:
     """The object the consumer receives."""
     x = src.x
-    if case.mode in ("array", "list", "torch_conj", "torch_grad", "legacy_null_strides",
+    if case.mode in ("array", "list", "torch_conj", "torch_grad", "tf_gpu_scope", "legacy_null_strides",
                      "v12_null_strides", "major2", "null_data"):
         return x
     if not src.has_dlpack:
@@ -358,7 +360,7 @@ def _reduce_findings(clib: Any, y: Any, src: Any) -> list[tuple[str, str]]:
 
 
 def judge_tensor(t: Any, obs: Observed, src: Source, case: Case) -> list[tuple[str, str]]:
-    """dlbridge-only checks of the Tensor (DECISIONS.md)."""
+    """dlbridge-only checks of the Tensor: the rules dlbridge documents for its own results."""
     out = []
     aliased = None
     if src.ptr is not None and obs.ptr is not None and src.size > 0:
@@ -366,15 +368,15 @@ def judge_tensor(t: Any, obs: Observed, src: Source, case: Case) -> list[tuple[s
     if aliased is True and src.declared_readonly and not t.readonly:
         out.append(("readonly", "the producer said read-only but the dlbridge.Tensor is writable"))
     if case.mode in ("legacy", "raw_legacy", "legacy_null_strides") and aliased and not t.readonly:
-        out.append(("readonly", "imported from a legacy capsule but not read-only (DECISIONS: legacy imports are read-only)"))
+        out.append(("readonly", "imported from a legacy capsule but not read-only (dlbridge imports legacy capsules read-only)"))
     if aliased is False and t.readonly and t.is_copied:
-        out.append(("readonly", "a copy must be writable (DECISIONS), but the Tensor is read-only"))
+        out.append(("readonly", "dlbridge's copies are writable, but the Tensor is read-only"))
     # On a device dlbridge cannot reach (oneAPI...) the copy is the producer's, made in the
     # producer's order; DLPack has no way to ask for another, so only reachable memory is held
     # to the C-contiguous rule.
     reachable = t.device.type in (1, 2, 3, 13)
     if case.copy is True and not t.is_c_contiguous and t.size > 1 and reachable:
-        out.append(("layout", "copy=True must return a C-contiguous Tensor (DECISIONS)"))
+        out.append(("layout", "dlbridge's copy=True returns a C-contiguous Tensor, this one is not"))
     if t.size > 0:
         shape, strides = tuple(t.shape), tuple(t.strides)
         for order, got in (("C", t.is_c_contiguous), ("F", t.is_f_contiguous)):
@@ -391,7 +393,7 @@ def judge_tensor(t: Any, obs: Observed, src: Source, case: Case) -> list[tuple[s
         if bad:
             out.append(("strides", f"strides {tuple(t.strides)}, the producer's are {src.elem_strides}"))
     if any(op[0] == "misalign" for op in case.recipe.ops) and t.size and t.data_ptr % t.itemsize:
-        out.append(("alignment", f"data at {t.data_ptr:#x} is not aligned to {t.itemsize} bytes (DECISIONS: realign by a copy)"))
+        out.append(("alignment", f"data at {t.data_ptr:#x} is not aligned to {t.itemsize} bytes (dlbridge realigns by a copy)"))
     if obs.device is not None and obs.device[0] in rc.HOST_DEVICES:
         try:
             mv = memoryview(t)
@@ -457,7 +459,7 @@ def required_refusal_dlbridge(case: Case, src: Source) -> str | None:
     if not src.host and case.device == "cpu" and case.copy is False:
         return "the data is on another device; reaching the CPU needs a copy but copy=False (C39)"
     if case.copy is False and any(op[0] == "misalign" for op in case.recipe.ops):
-        return "misaligned data needs a realigning copy but copy=False (C40, DECISIONS)"
+        return "misaligned data needs a realigning copy but copy=False (C40)"
     return None
 
 
@@ -547,7 +549,8 @@ def _lib_of(e: BaseException) -> str:
 
 
 _MODULE_LIB = {"jaxlib": "jax", "jax": "jax", "torch": "torch", "pyarrow": "pyarrow", "dpctl": "dpnp",
-               "dpnp": "dpnp", "numpy": "numpy", "tvm_ffi": "tvm_ffi", "array_api_strict": "array_api_strict"}
+               "dpnp": "dpnp", "numpy": "numpy", "tvm_ffi": "tvm_ffi", "array_api_strict": "array_api_strict",
+               "tensorflow": "tensorflow"}
 
 
 def _exception_fault(e: BaseException, pname: str, cname: str, src: Source, case: Case) -> str:
@@ -567,7 +570,7 @@ def _exception_fault(e: BaseException, pname: str, cname: str, src: Source, case
     perr = _producer_export_error(src, case, kw)
     if perr is not None and type(perr) is type(e):
         return "producer"
-    if perr is None and case.mode in ("array", "legacy", "versioned", "torch_conj", "torch_grad"):
+    if perr is None and case.mode in ("array", "legacy", "versioned", "torch_conj", "torch_grad", "tf_gpu_scope"):
         return "consumer"
     return "peers"
 
@@ -772,15 +775,15 @@ def run_dlbridge(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
             return result(PASS, detail)
         msg = str(e).lower()
         if isinstance(e, BufferError) and obs_t.device is not None and obs_t.device[0] not in rc.HOST_DEVICES:
-            return result(UNSUPPORTED, f"dlbridge cannot move {rc.DEVICE_NAMES.get(obs_t.device[0], obs_t.device[0])} memory itself "
-                          f"(DECISIONS): pass device=\"cpu\" to dlbridge.from_dlpack so that the producer copies ({short(e)})")
+            return result(UNSUPPORTED, f"dlbridge cannot move {rc.DEVICE_NAMES.get(obs_t.device[0], obs_t.device[0])} memory itself: "
+                          f"pass device=\"cpu\" to dlbridge.from_dlpack so that the producer copies ({short(e)})")
         if isinstance(e, BufferError) and rc.DTYPE_CODES.get(obs_t.dtype or "", (0, 0))[0] in rc.CODES_SINCE_1_1 and "1.1" in msg:
             return result(UNSUPPORTED, f"{cname} asks for a DLPack < 1.1 capsule and {obs_t.dtype} needs 1.1; dlbridge refuses as "
                           f"C26 requires (a direct exchange only works if the producer breaks that rule): {short(e)}")
         if cname == "dlpack-ref":
             return result(ERROR, f"the reference consumer cannot read dlbridge's export: {short(e)}", fault="dlbridge", check="export", stage_="consumer")
         if isinstance(e, BufferError) and t.readonly and ("read-only" in msg or "readonly" in msg or "legacy" in msg):
-            return result(UNSUPPORTED, f"{cname} asks for a legacy capsule and dlbridge will not send read-only data that way (DECISIONS): {short(e)}")
+            return result(UNSUPPORTED, f"{cname} asks for a legacy capsule and dlbridge will not send read-only data that way (C13): {short(e)}")
         if direct.get("status") == PASS:
             return result(ERROR, f"{cname}.from_dlpack takes the {pname} array directly but not the dlbridge.Tensor made from it: {short(e)}", fault="dlbridge", check=check or "refused", stage_="consumer")
         bad = _verify_tensor_export(t, src, case)
