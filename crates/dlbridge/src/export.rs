@@ -13,7 +13,7 @@ use crate::ffi::dlpack::{
     DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, DLPACK_MAJOR_VERSION,
     DLPACK_MINOR_VERSION, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
 };
-use crate::ffi::managed::ManagedTensor;
+use crate::managed::ManagedTensor;
 use crate::tensor::{Owner, Tensor};
 
 /// Which managed-tensor flavour a consumer can take.

@@ -33,6 +33,7 @@ pub mod export;
 pub mod ffi;
 mod fixed_shape_json;
 pub mod layout;
+pub mod managed;
 #[cfg(feature = "pyo3")]
 pub mod python;
 pub mod tensor;
@@ -42,6 +43,6 @@ pub use device::{Device, DeviceType};
 pub use dtype::{DType, TypeCode};
 pub use error::{Error, ErrorKind, Result};
 pub use export::Flavor;
-pub use ffi::managed::ManagedTensor;
+pub use managed::ManagedTensor;
 pub use layout::Layout;
 pub use tensor::{Element, Owner, Tensor};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::ffi::managed::{check_address_range, Described, ManagedTensor};
+use crate::managed::{check_address_range, Described, ManagedTensor};
 use crate::layout::Layout;
 
 /// Something that keeps a tensor's memory alive; dropped when the last tensor or export using

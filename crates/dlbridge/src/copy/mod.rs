@@ -23,7 +23,7 @@ use std::sync::Arc;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::ffi::managed::Described;
+use crate::managed::Described;
 use crate::layout::{c_strides, f_strides, Layout};
 use crate::tensor::Tensor;
 

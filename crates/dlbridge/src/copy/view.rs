@@ -2,7 +2,7 @@
 //! want a transposed view to copy from).
 
 use crate::error::{Error, Result};
-use crate::ffi::managed::Described;
+use crate::managed::Described;
 use crate::layout::Layout;
 use crate::tensor::Tensor;
 

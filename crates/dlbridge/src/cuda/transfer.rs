@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::copy::{copy_into, HostBuffer, Order};
 use crate::device::{Device, DeviceType};
 use crate::error::{Error, Result};
-use crate::ffi::managed::Described;
+use crate::managed::Described;
 use crate::layout::Layout;
 use crate::tensor::{Owner, Tensor};
 

@@ -3,4 +3,3 @@
 
 pub mod arrow;
 pub mod dlpack;
-pub mod managed;

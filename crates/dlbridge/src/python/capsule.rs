@@ -9,7 +9,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 use crate::ffi::dlpack::{DLManagedTensor, DLManagedTensorVersioned};
-use crate::ffi::managed::ManagedTensor;
+use crate::managed::ManagedTensor;
 use crate::tensor::Tensor;
 
 /// Capsule name of a fresh versioned managed tensor.
