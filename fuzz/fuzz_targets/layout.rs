@@ -99,7 +99,7 @@ fuzz_target!(|input: Input| {
         assert_eq!(layout.is_f_contiguous(), dense(&f), "is_f_contiguous");
         // Finding F4 (fixed): the walk never steps past the extent, overflow checks or not.
         let mut visited = vec![];
-        dlbridge::copy::for_each_offset(&layout, |o| visited.push(o));
+        dlbridge::layout::for_each_offset(&layout, |o| visited.push(o));
         assert_eq!(visited, c, "for_each_offset");
     }
 

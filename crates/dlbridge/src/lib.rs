@@ -43,6 +43,6 @@ pub use device::{Device, DeviceType};
 pub use dtype::{DType, TypeCode};
 pub use error::{Error, ErrorKind, Result};
 pub use export::Flavor;
-pub use managed::ManagedTensor;
 pub use layout::Layout;
+pub use managed::ManagedTensor;
 pub use tensor::{Element, Owner, Tensor};
