@@ -19,7 +19,7 @@ use std::sync::Arc;
 use arbitrary::Arbitrary;
 use common::*;
 use dlbridge::arrow::{export as arrow_export, tensor_from_arrow, ExportOptions};
-use dlbridge::ffi::arrow::ArrowData;
+use dlbridge::arrow::{ArrowData};
 use dlbridge::layout::{c_strides, f_strides};
 use dlbridge::{DType, Device, ErrorKind, Flavor, Layout, Order, Tensor};
 use libfuzzer_sys::fuzz_target;

@@ -31,8 +31,6 @@ pub mod dtype;
 pub mod error;
 pub mod export;
 pub mod ffi;
-#[path = "arrow/fixed_shape_json.rs"]
-mod fixed_shape_json;
 pub mod layout;
 pub mod managed;
 #[cfg(feature = "pyo3")]
