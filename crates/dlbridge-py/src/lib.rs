@@ -1,12 +1,19 @@
 //! The `dlbridge._native` extension module: `Tensor`, `DType`, `Device` and `from_dlpack`.
 //! Everything here is a thin shell over the `dlbridge` crate.
 
+#[path = "../../dlbridge/src/python/module/arrow.rs"]
 mod arrow;
+#[path = "../../dlbridge/src/python/module/exchange.rs"]
 mod exchange;
+#[path = "../../dlbridge/src/python/module/fastcall.rs"]
 mod fastcall;
+#[path = "../../dlbridge/src/python/module/numpy.rs"]
 mod numpy;
+#[path = "../../dlbridge/src/python/module/pyarrow.rs"]
 mod pyarrow;
+#[path = "../../dlbridge/src/python/module/tensor.rs"]
 mod tensor;
+#[path = "../../dlbridge/src/python/module/types.rs"]
 mod types;
 
 use pyo3::prelude::*;
