@@ -20,11 +20,11 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyModule, PyString, PyTuple};
 
-use dlbridge::export::Flavor;
-use dlbridge::python::capsule;
+use crate::export::Flavor;
+use crate::python::capsule;
 
-use crate::tensor::PyTensor;
-use crate::types::parse_device;
+use super::tensor::PyTensor;
+use super::types::parse_device;
 
 const NAME: &CStr = c"__dlpack__";
 const DOC: &CStr =
@@ -226,7 +226,7 @@ fn definition(
 }
 
 /// Install `Tensor.__dlpack__` and `from_dlpack` in the module `m`.
-pub fn install(m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub(super) fn install(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     let ty = py.get_type::<PyTensor>();
     TENSOR_TYPE.store(ty.as_ptr().cast(), Ordering::Release);
@@ -320,7 +320,7 @@ unsafe fn common_call(
         (py, Borrowed::from_ptr(py, slf).cast_unchecked::<PyTensor>())
     };
     let tensor = &slf.get().0;
-    if tensor.device().kind != dlbridge::DeviceType::CPU {
+    if tensor.device().kind != crate::DeviceType::CPU {
         return None;
     }
     let managed = tensor.export(Flavor::for_max_version(max_version)).ok()?;
@@ -389,7 +389,7 @@ unsafe fn from_dlpack_entry(
     };
     let device = device.map(|d| parse_device(&d)).transpose()?;
     let copy = copy.map(|c| parse_copy(&c)).transpose()?;
-    crate::from_dlpack(&x, device, copy).map(Bound::into_ptr)
+    super::from_dlpack(&x, device, copy).map(Bound::into_ptr)
 }
 
 /// Match the keywords and export.
