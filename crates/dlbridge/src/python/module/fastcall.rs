@@ -228,18 +228,7 @@ fn definition(
 /// Install `Tensor.__dlpack__` and `from_dlpack` in the module `m`.
 pub(super) fn install(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    let ty = py.get_type::<PyTensor>();
-    TENSOR_TYPE.store(ty.as_ptr().cast(), Ordering::Release);
-    let def = definition(NAME, DOC, dlpack_fastcall);
-    // SAFETY: `ty` is a live type object and `def` a method definition that lives for the rest
-    // of the process; the result is a new reference or NULL with an exception set.
-    let descr = unsafe {
-        Bound::from_owned_ptr_or_err(
-            py,
-            ffi::PyDescr_NewMethod(ty.as_ptr().cast::<ffi::PyTypeObject>(), def),
-        )?
-    };
-    ty.setattr(intern!(py, "__dlpack__"), descr)?;
+    install_dlpack_method(py)?;
     let def = definition(FROM_DLPACK_NAME, FROM_DLPACK_DOC, FROM_DLPACK_FASTCALL);
     // SAFETY: `def` lives for the rest of the process; `m` is a live module, passed as the
     // function's `self` and `__module__`; the result is a new reference or NULL with an
@@ -251,6 +240,30 @@ pub(super) fn install(m: &Bound<'_, PyModule>) -> PyResult<()> {
         )?
     };
     m.add("from_dlpack", function)
+}
+
+/// Install `Tensor.__dlpack__` on this binary's `Tensor` type, once: by [`install`], or by the
+/// first `Tensor` made for Python outside a registered module (`IntoPyObject`).
+pub(super) fn install_dlpack_method(py: Python<'_>) -> PyResult<()> {
+    static INSTALLED: PyOnceLock<()> = PyOnceLock::new();
+    INSTALLED
+        .get_or_try_init(py, || {
+            let ty = py.get_type::<PyTensor>();
+            TENSOR_TYPE.store(ty.as_ptr().cast(), Ordering::Release);
+            let def = definition(NAME, DOC, dlpack_fastcall);
+            // SAFETY: `ty` is a live type object and `def` a method definition that lives for
+            // the rest of the process; the result is a new reference or NULL with an exception
+            // set.
+            let descr = unsafe {
+                Bound::from_owned_ptr_or_err(
+                    py,
+                    ffi::PyDescr_NewMethod(ty.as_ptr().cast::<ffi::PyTypeObject>(), def),
+                )?
+            };
+            ty.setattr(intern!(py, "__dlpack__"), descr)?;
+            Ok::<(), PyErr>(())
+        })
+        .map(|_| ())
 }
 
 /// The Tensor type, for the exact type check of [`common_call`].

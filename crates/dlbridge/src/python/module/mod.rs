@@ -9,6 +9,7 @@
 //! the other through DLPack like any other producer's.
 
 mod arrow;
+mod convert;
 mod exchange;
 mod fastcall;
 mod numpy;
