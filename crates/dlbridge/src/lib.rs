@@ -19,8 +19,11 @@
 //! # Ok::<(), dlbridge::Error>(())
 //! ```
 //!
-//! With the `pyo3` feature, [`python`] adds capsules, buffer-protocol and array-interface
-//! import, so other PyO3 extensions can reuse the same importers.
+//! With the `pyo3` feature, [`python`] holds the whole Python face: capsules, buffer-protocol
+//! and array-interface import, and the `Tensor` class of the `dlbridge` Python module
+//! ([`python::module::register`]), so other PyO3 extensions share one implementation.
+//!
+//! The modules form layers that import only downwards; docs/ARCHITECTURE.md draws them.
 
 pub mod arrow;
 pub mod copy;

@@ -1,13 +1,13 @@
 //! Tensor <-> Arrow C Data / C Device Data.
 //!
-//! **Import** (an [`ArrowData`] -> [`Tensor`]): primitive numeric arrays, fixed-size lists of
+//! **Import** (an [`ArrowData`] -> [`Tensor`](crate::Tensor)): primitive numeric arrays, fixed-size lists of
 //! them (nested too), the `arrow.fixed_shape_tensor` extension (shape, permutation, dim_names),
 //! `arrow.bool8` (zero-copy) and bit-packed booleans (format `b`, unpacked by a copy). Sliced
 //! arrays (`offset`) and empty arrays are zero-copy; results are read-only (Arrow data is
 //! immutable). Nulls cannot cross into DLPack: they are refused with a message naming the fix.
 //! Unknown extension types are read as their storage type.
 //!
-//! **Export** (a [`Tensor`] -> [`ArrowExport`]): a 1-d tensor becomes a primitive array; an
+//! **Export** (a [`Tensor`](crate::Tensor) -> [`ArrowExport`]): a 1-d tensor becomes a primitive array; an
 //! N-d tensor an `arrow.fixed_shape_tensor` array over a `FixedSizeList` (the first dimension is
 //! the batch, the others the cell shape), with a `permutation` when the cell is a transposed
 //! row-major layout. `bool` becomes the canonical `arrow.bool8` extension (int8 storage,
@@ -236,7 +236,7 @@ pub struct FixedShape {
 
 impl FixedShape {
     /// Parse the JSON metadata (keys in any order; extra keys ignored). The common form is
-    /// read directly (see [`fixed_shape_json`]), anything else by a general JSON parser.
+    /// read directly (see the private `fixed_shape_json` module), anything else by a general JSON parser.
     pub fn parse(json: &[u8]) -> Result<Self> {
         match fixed_shape_json::parse(json) {
             Some(params) => Ok(params),
