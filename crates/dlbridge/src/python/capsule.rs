@@ -177,7 +177,10 @@ const OWNER: &CStr = c"dlbridge.owner";
 
 /// A capsule that keeps `owner` (a tensor's memory) alive until it is destroyed: the cheapest
 /// Python object to hang foreign views on (a NumPy array's `base`).
-pub(crate) fn owner<'py>(py: Python<'py>, owner: crate::tensor::Owner) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn owner<'py>(
+    py: Python<'py>,
+    owner: crate::tensor::Owner,
+) -> PyResult<Bound<'py, PyAny>> {
     let raw = Box::into_raw(Box::new(owner));
     // SAFETY: `raw` is a live boxed owner whose ownership passes to the capsule (its destructor
     // frees it); the name is a static C string.
