@@ -27,10 +27,8 @@ use arbitrary::{Arbitrary, Result as ArbResult, Unstructured};
 use dlbridge::arrow::{
     concatenate, export as arrow_export, tensor_from_arrow, tensor_type, ExportOptions,
 };
-use dlbridge::ffi::arrow::{
-    ArrowArray, ArrowArrayStream, ArrowData, ArrowDeviceArray, ArrowSchema, OwnedArray,
-    OwnedSchema, OwnedStream, SchemaView,
-};
+use dlbridge::arrow::{ArrowData, OwnedArray, OwnedSchema, OwnedStream, SchemaView};
+use dlbridge::ffi::arrow::{ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowSchema};
 use dlbridge::{DType, DeviceType, ErrorKind, Order, Tensor};
 use libfuzzer_sys::fuzz_target;
 

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use arbitrary::Arbitrary;
 use common::*;
 use dlbridge::arrow::{export as arrow_export, tensor_from_arrow, ExportOptions};
-use dlbridge::ffi::arrow::ArrowData;
+use dlbridge::arrow::{ArrowData};
 use dlbridge::layout::{c_strides, f_strides};
 use dlbridge::{DType, Device, ErrorKind, Flavor, Layout, Order, Tensor};
 use libfuzzer_sys::fuzz_target;
@@ -99,7 +99,7 @@ fuzz_target!(|input: Input| {
         assert_eq!(layout.is_f_contiguous(), dense(&f), "is_f_contiguous");
         // Finding F4 (fixed): the walk never steps past the extent, overflow checks or not.
         let mut visited = vec![];
-        dlbridge::copy::for_each_offset(&layout, |o| visited.push(o));
+        dlbridge::layout::for_each_offset(&layout, |o| visited.push(o));
         assert_eq!(visited, c, "for_each_offset");
     }
 

@@ -1,6 +1,6 @@
 """The Arrow bridge: the C Data / C Device Data interfaces through the PyCapsule protocol, with
 real pyarrow, nanoarrow and arro3-core in both directions, and on through DLPack to NumPy and
-torch. Rows C47-C54 of CASES.md (C47-C49 are also unit-tested in Rust, ffi/arrow.rs).
+torch. Rows C47-C54 of CASES.md (C47-C49 are also unit-tested in Rust, arrow/c_struct_tests.rs).
 
 Peer facts this file relies on (pyarrow 26, nanoarrow 0.9, arro3-core 0.9):
 - ``pa.array(obj)`` takes ``__arrow_c_device_array__`` first, then ``__arrow_c_array__``.

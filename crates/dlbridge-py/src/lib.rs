@@ -1,69 +1,10 @@
-//! The `dlbridge._native` extension module: `Tensor`, `DType`, `Device` and `from_dlpack`.
-//! Everything here is a thin shell over the `dlbridge` crate.
-
-mod arrow;
-mod exchange;
-mod fastcall;
-mod numpy;
-mod pyarrow;
-mod tensor;
-mod types;
+//! The `dlbridge._native` extension module. Everything it holds is defined in the `dlbridge`
+//! crate ([`dlbridge::python::module`]); this crate only builds the module.
 
 use pyo3::prelude::*;
-
-use dlbridge::python::import;
-use dlbridge::Device;
-
-use crate::tensor::{import_object, PyTensor};
-use crate::types::{PyDType, PyDevice};
-
-/// `dlbridge.from_dlpack`: import any array-like as a Tensor, zero-copy when possible
-/// (installed as a raw fastcall function by [`fastcall`]).
-fn from_dlpack<'py>(
-    x: &Bound<'py, PyAny>,
-    device: Option<Device>,
-    copy: Option<bool>,
-) -> PyResult<Bound<'py, PyTensor>> {
-    if let Ok(t) = x.cast_exact::<PyTensor>() {
-        return match import::apply_policy(&t.get().0, device, copy)? {
-            None => Ok(t.clone()),
-            Some(copied) => Bound::new(x.py(), PyTensor(copied, t.get().1.clone())),
-        };
-    }
-    Bound::new(x.py(), import_object(x, device, copy)?)
-}
-
-/// Copy the elements of `src` into the existing, writable tensor `dst` (`numpy.copyto`
-/// without casting): `src` is imported like `from_dlpack` and broadcast to `dst`'s shape.
-#[pyfunction]
-fn copyto(dst: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<()> {
-    let src = match src.cast::<PyTensor>() {
-        Ok(t) => t.get().0.clone(),
-        Err(_) => import::from_object(src, None, None)?,
-    };
-    // SAFETY: the GIL is held for the whole copy, so no Python code can touch `dst`'s memory
-    // meanwhile; foreign threads writing the same memory are the caller's concern, exactly as
-    // with numpy.copyto.
-    unsafe { dlbridge::copy::copy_into(&dst.get().0, &src) }?;
-    Ok(())
-}
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add(
-        "DLPACK_VERSION",
-        (
-            dlbridge::ffi::dlpack::DLPACK_MAJOR_VERSION,
-            dlbridge::ffi::dlpack::DLPACK_MINOR_VERSION,
-        ),
-    )?;
-    m.add_class::<PyTensor>()?;
-    fastcall::install(m)?;
-    m.add_class::<PyDType>()?;
-    m.add_class::<PyDevice>()?;
-    m.add_function(wrap_pyfunction!(copyto, m)?)?;
-    m.add_function(wrap_pyfunction!(arrow::from_arrow, m)?)?;
-    m.add_function(wrap_pyfunction!(numpy::to_numpy, m)?)?;
-    Ok(())
+    dlbridge::python::module::register(m)
 }

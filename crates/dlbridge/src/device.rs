@@ -1,9 +1,7 @@
 //! Devices: the DLPack device type (held as an integer) and ordinal, with names and parsing.
 
 use std::fmt;
-use std::str::FromStr;
 
-use crate::error::Error;
 use crate::ffi::dlpack::DLDevice;
 
 /// A DLPack device type (`DLDeviceType`), held as an integer so that types from newer producers
@@ -45,7 +43,7 @@ impl DeviceType {
     /// `kDLTrn`
     pub const TRN: Self = Self(18);
 
-    const NAMES: [(Self, &'static str); 16] = [
+    pub(crate) const NAMES: [(Self, &'static str); 16] = [
         (Self::CPU, "cpu"),
         (Self::CUDA, "cuda"),
         (Self::CUDA_HOST, "cuda_host"),
@@ -131,35 +129,6 @@ impl fmt::Display for Device {
             (Some(name), _) => write!(f, "{name}:{}", self.id),
             (None, DeviceType(code)) => write!(f, "device{code}:{}", self.id),
         }
-    }
-}
-
-impl FromStr for Device {
-    type Err = Error;
-
-    /// Parse `"cpu"`, `"cuda"`, `"cuda:1"`, `"oneapi:0"`, `"device14:0"`.
-    fn from_str(s: &str) -> Result<Self, Error> {
-        let invalid = || {
-            Error::InvalidArgument(format!(
-            "cannot parse device {s:?}: expected a name such as \"cpu\", \"cuda\" or \"cuda:1\""
-        ))
-        };
-        let text = s.trim().to_ascii_lowercase();
-        let (name, id) = match text.split_once(':') {
-            Some((n, i)) => (n.to_owned(), i.parse::<i32>().map_err(|_| invalid())?),
-            None => (text.clone(), 0),
-        };
-        if id < 0 {
-            return Err(invalid());
-        }
-        let kind = match DeviceType::NAMES.iter().find(|(_, n)| *n == name) {
-            Some((t, _)) => *t,
-            None => match name.strip_prefix("device").map(str::parse::<i32>) {
-                Some(Ok(code)) if code > 0 => DeviceType(code),
-                _ => return Err(invalid()),
-            },
-        };
-        Ok(Self { kind, id })
     }
 }
 

@@ -1,6 +1,8 @@
 //! The one error type of dlbridge. Every variant knows which Python exception it becomes.
 
-use crate::device::Device;
+use std::str::FromStr;
+
+use crate::device::{Device, DeviceType};
 
 /// Which Python exception an [`Error`] maps to (the table in DECISIONS.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,3 +143,34 @@ impl Error {
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+// Parsing a device lives here, not in `device`, because `Error` names `Device`: the value
+// types point one way (device, then error).
+impl FromStr for Device {
+    type Err = Error;
+
+    /// Parse `"cpu"`, `"cuda"`, `"cuda:1"`, `"oneapi:0"`, `"device14:0"`.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let invalid = || {
+            Error::InvalidArgument(format!(
+            "cannot parse device {s:?}: expected a name such as \"cpu\", \"cuda\" or \"cuda:1\""
+        ))
+        };
+        let text = s.trim().to_ascii_lowercase();
+        let (name, id) = match text.split_once(':') {
+            Some((n, i)) => (n.to_owned(), i.parse::<i32>().map_err(|_| invalid())?),
+            None => (text.clone(), 0),
+        };
+        if id < 0 {
+            return Err(invalid());
+        }
+        let kind = match DeviceType::NAMES.iter().find(|(_, n)| *n == name) {
+            Some((t, _)) => *t,
+            None => match name.strip_prefix("device").map(str::parse::<i32>) {
+                Some(Ok(code)) if code > 0 => DeviceType(code),
+                _ => return Err(invalid()),
+            },
+        };
+        Ok(Self { kind, id })
+    }
+}

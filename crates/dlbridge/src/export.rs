@@ -13,7 +13,7 @@ use crate::ffi::dlpack::{
     DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, DLPACK_MAJOR_VERSION,
     DLPACK_MINOR_VERSION, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
 };
-use crate::ffi::managed::ManagedTensor;
+use crate::managed::ManagedTensor;
 use crate::tensor::{Owner, Tensor};
 
 /// Which managed-tensor flavour a consumer can take.
@@ -233,6 +233,33 @@ impl Tensor {
             }
         };
         Ok(managed.expect("Box::into_raw is never NULL"))
+    }
+}
+
+impl DLTensor {
+    /// A non-owning description of `tensor` whose shape and strides point into its layout
+    /// (valid while `tensor` lives and is not changed). For devices whose `data` is a real
+    /// address, `data` is the first element and `byte_offset` is 0.
+    pub fn describing(tensor: &crate::Tensor) -> Self {
+        let (data, byte_offset) = crate::export::data_and_offset(tensor);
+        let ndim = tensor.ndim();
+        let (shape, strides) = if ndim == 0 {
+            (std::ptr::null_mut(), std::ptr::null_mut())
+        } else {
+            (
+                tensor.shape().as_ptr().cast_mut(),
+                tensor.strides().as_ptr().cast_mut(),
+            )
+        };
+        Self {
+            data,
+            device: tensor.device().to_dl(),
+            ndim: ndim as i32,
+            dtype: tensor.dtype().to_dl(),
+            shape,
+            strides,
+            byte_offset,
+        }
     }
 }
 

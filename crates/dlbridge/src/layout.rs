@@ -270,6 +270,66 @@ impl Layout {
     }
 }
 
+/// Every byte the layout reaches (`reach`, in elements of `itemsize` bytes, as validated by
+/// [`Layout::with_reach`]) from `base + byte_offset` must be a real address.
+pub(crate) fn check_address_range(
+    base: usize,
+    byte_offset: u64,
+    reach: Reach,
+    itemsize: usize,
+) -> Result<()> {
+    // The layout bounded the byte span by isize::MAX, so these products cannot overflow.
+    let below = reach.lo.unsigned_abs() as usize * itemsize;
+    let above = (reach.hi as usize + 1) * itemsize;
+    let fits = usize::try_from(byte_offset)
+        .ok()
+        .and_then(|o| base.checked_add(o))
+        .filter(|first| *first >= below)
+        .and_then(|first| first.checked_add(above))
+        .is_some_and(|end| end <= isize::MAX as usize);
+    if fits {
+        Ok(())
+    } else {
+        Err(address_overflow())
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn address_overflow() -> Error {
+    Error::InvalidLayout("data pointer plus offsets overflows the address space".to_owned())
+}
+
+/// Call `f` with the element offset of every element of `layout`, in row-major index order.
+pub fn for_each_offset(layout: &Layout, mut f: impl FnMut(i64)) {
+    if layout.size() == 0 {
+        return;
+    }
+    let shape = layout.shape();
+    let strides = layout.strides();
+    let ndim = shape.len();
+    let mut index = vec![0i64; ndim];
+    let mut offset = 0i64;
+    loop {
+        f(offset);
+        let mut d = ndim;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            // Step only within the extent, so no offset outside the validated span is formed.
+            if index[d] + 1 < shape[d] {
+                index[d] += 1;
+                offset += strides[d];
+                break;
+            }
+            offset -= strides[d] * index[d];
+            index[d] = 0;
+        }
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn too_many_dims(ndim: usize) -> Error {
@@ -597,7 +657,7 @@ mod tests {
             let l = Layout::new(&shape, Some(&strides), 2).unwrap();
             // Brute force over every element.
             let mut offsets = vec![];
-            crate::copy::for_each_offset(&l, |o| offsets.push(o));
+            for_each_offset(&l, |o| offsets.push(o));
             prop_assert_eq!(offsets.len(), l.size());
             for off in offsets {
                 prop_assert!(l.min_offset() <= off && off <= l.max_offset());
@@ -614,5 +674,47 @@ mod tests {
             let _ = Layout::new(&shape, Some(&strides), itemsize);
             let _ = Layout::new(&shape, None, itemsize);
         }
+    }
+
+    #[test]
+    fn offsets_never_step_past_the_extent() {
+        // Valid layouts whose "one past the end" offset would overflow i64.
+        let l = Layout::new(&[2], Some(&[1 << 62]), 1).unwrap();
+        let mut seen = vec![];
+        for_each_offset(&l, |o| seen.push(o));
+        assert_eq!(seen, vec![0, 1 << 62]);
+        let l = Layout::new(&[5, 1], Some(&[2, i64::MAX]), 1).unwrap();
+        let mut seen = vec![];
+        for_each_offset(&l, |o| seen.push(o));
+        assert_eq!(seen, vec![0, 2, 4, 6, 8]);
+    }
+
+    #[test]
+    fn offsets_walk_row_major() {
+        let l = Layout::new(&[2, 3], Some(&[1, 2]), 4).unwrap();
+        let mut seen = vec![];
+        for_each_offset(&l, |o| seen.push(o));
+        assert_eq!(seen, vec![0, 2, 4, 1, 3, 5]);
+        let empty = Layout::new(&[0, 3], None, 4).unwrap();
+        for_each_offset(&empty, |_| panic!("no elements"));
+    }
+
+    #[test]
+    fn address_range_bounds() {
+        let max = isize::MAX as usize;
+        let ok = |base, offset, lo, hi, itemsize| {
+            check_address_range(base, offset, Reach { lo, hi }, itemsize).is_ok()
+        };
+        assert!(ok(0x1000, 0, 0, 15, 4));
+        // The last reached byte may be isize::MAX - 1, not further.
+        assert!(ok(max - 64, 0, 0, 15, 4));
+        assert!(!ok(max - 63, 0, 0, 15, 4));
+        assert!(!ok(max - 64, 1, 0, 15, 4));
+        // Negative strides reach below the first element, but not below address 0.
+        assert!(ok(0x1000, 0, -0x400, 0, 4));
+        assert!(!ok(0x1000, 0, -0x401, 0, 4));
+        assert!(ok(0x0ff0, 0x10, -0x400, 0, 4));
+        assert!(!ok(usize::MAX - 3, 0, 0, 0, 1));
+        assert!(!ok(0x1000, u64::MAX, 0, 0, 1));
     }
 }

@@ -19,8 +19,11 @@
 //! # Ok::<(), dlbridge::Error>(())
 //! ```
 //!
-//! With the `pyo3` feature, [`python`] adds capsules, buffer-protocol and array-interface
-//! import, so other PyO3 extensions can reuse the same importers.
+//! With the `pyo3` feature, [`python`] holds the whole Python face: capsules, buffer-protocol
+//! and array-interface import, and the `Tensor` class of the `dlbridge` Python module
+//! ([`python::module::register`]), so other PyO3 extensions share one implementation.
+//!
+//! The modules form layers that import only downwards; docs/ARCHITECTURE.md draws them.
 
 pub mod arrow;
 pub mod copy;
@@ -31,8 +34,8 @@ pub mod dtype;
 pub mod error;
 pub mod export;
 pub mod ffi;
-mod fixed_shape_json;
 pub mod layout;
+pub mod managed;
 #[cfg(feature = "pyo3")]
 pub mod python;
 pub mod tensor;
@@ -42,6 +45,6 @@ pub use device::{Device, DeviceType};
 pub use dtype::{DType, TypeCode};
 pub use error::{Error, ErrorKind, Result};
 pub use export::Flavor;
-pub use ffi::managed::ManagedTensor;
 pub use layout::Layout;
+pub use managed::ManagedTensor;
 pub use tensor::{Element, Owner, Tensor};

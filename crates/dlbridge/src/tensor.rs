@@ -8,8 +8,21 @@ use std::sync::Arc;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::ffi::managed::{check_address_range, Described, ManagedTensor};
+use crate::layout::check_address_range;
 use crate::layout::Layout;
+
+/// What a validated managed tensor describes.
+#[derive(Debug)]
+pub(crate) struct Described {
+    pub data: *mut c_void,
+    pub byte_offset: u64,
+    pub device: Device,
+    pub dtype: DType,
+    pub layout: Layout,
+    pub readonly: bool,
+    pub is_copied: bool,
+    pub subbyte_padded: bool,
+}
 
 /// Something that keeps a tensor's memory alive; dropped when the last tensor or export using
 /// the memory is gone (on any thread).
@@ -57,12 +70,6 @@ element!(
 );
 
 impl Tensor {
-    /// Import a managed tensor. On failure the tensor is dropped, so its deleter still runs.
-    pub fn from_managed(managed: ManagedTensor) -> Result<Self> {
-        let described = managed.describe()?;
-        Ok(Self::from_described(described, Arc::new(managed)))
-    }
-
     pub(crate) fn from_described(d: Described, owner: Owner) -> Self {
         Self {
             data: d.data,
@@ -99,19 +106,6 @@ impl Tensor {
             subbyte_padded: false,
             owner: Arc::new(values),
         })
-    }
-
-    /// A new, zero-filled, writable, C-contiguous host tensor.
-    pub fn zeros(dtype: DType, shape: &[i64]) -> Result<Self> {
-        let layout = Layout::contiguous(shape, dtype.itemsize())?;
-        let nbytes = dtype
-            .packed_nbytes(layout.size())
-            .filter(|_| dtype.is_subbyte())
-            .unwrap_or(layout.size() * dtype.itemsize());
-        let buffer = crate::copy::HostBuffer::new(nbytes)?;
-        Ok(crate::copy::tensor_from_buffer(
-            buffer, dtype, layout, false,
-        ))
     }
 
     /// Describe memory that `owner` keeps alive.
@@ -306,7 +300,7 @@ impl Tensor {
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_view::<T>()?;
         let mut out = Vec::with_capacity(self.size());
-        crate::copy::for_each_offset(&self.layout, |offset| {
+        crate::layout::for_each_offset(&self.layout, |offset| {
             // SAFETY: the layout was validated against this memory; `offset` is an element
             // offset it reaches, and the data is host-accessible and aligned for T.
             out.push(unsafe { *(self.data_ptr() as *const T).offset(offset as isize) });

@@ -11,7 +11,7 @@ use std::sync::{Arc, Barrier};
 use common::arrow::{self as ca, Array, Field, Releases, StreamPlan};
 use common::{make, make_raw, Counter, Data, Spec};
 use dlbridge::arrow::{concatenate, tensor_from_arrow};
-use dlbridge::ffi::arrow::{ArrowData, OwnedArray, OwnedSchema, OwnedStream};
+use dlbridge::arrow::{ArrowData, OwnedArray, OwnedSchema, OwnedStream};
 use dlbridge::{ErrorKind, Flavor, Order, Tensor};
 
 // ------------------------------------------------------------------------------------------

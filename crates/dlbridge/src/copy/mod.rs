@@ -23,8 +23,8 @@ use std::sync::Arc;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::ffi::managed::Described;
 use crate::layout::{c_strides, f_strides, Layout};
+use crate::tensor::Described;
 use crate::tensor::Tensor;
 
 /// Memory order of a copy.
@@ -45,36 +45,6 @@ impl std::str::FromStr for Order {
             _ => Err(Error::InvalidArgument(format!(
                 "unknown order {s:?}: expected \"C\" or \"F\""
             ))),
-        }
-    }
-}
-
-/// Call `f` with the element offset of every element of `layout`, in row-major index order.
-pub fn for_each_offset(layout: &Layout, mut f: impl FnMut(i64)) {
-    if layout.size() == 0 {
-        return;
-    }
-    let shape = layout.shape();
-    let strides = layout.strides();
-    let ndim = shape.len();
-    let mut index = vec![0i64; ndim];
-    let mut offset = 0i64;
-    loop {
-        f(offset);
-        let mut d = ndim;
-        loop {
-            if d == 0 {
-                return;
-            }
-            d -= 1;
-            // Step only within the extent, so no offset outside the validated span is formed.
-            if index[d] + 1 < shape[d] {
-                index[d] += 1;
-                offset += strides[d];
-                break;
-            }
-            offset -= strides[d] * index[d];
-            index[d] = 0;
         }
     }
 }
@@ -125,6 +95,19 @@ pub(crate) fn tensor_from_buffer(
 }
 
 impl Tensor {
+    /// A new, zero-filled, writable, C-contiguous host tensor.
+    pub fn zeros(dtype: DType, shape: &[i64]) -> Result<Self> {
+        let layout = Layout::contiguous(shape, dtype.itemsize())?;
+        let nbytes = dtype
+            .packed_nbytes(layout.size())
+            .filter(|_| dtype.is_subbyte())
+            .unwrap_or(layout.size() * dtype.itemsize());
+        let buffer = crate::copy::HostBuffer::new(nbytes)?;
+        Ok(crate::copy::tensor_from_buffer(
+            buffer, dtype, layout, false,
+        ))
+    }
+
     /// A new, writable host copy, dense in `order`, with `is_copied` set.
     ///
     /// Works for every host-accessible device (CPU, CUDA pinned and managed memory) and every
@@ -303,6 +286,7 @@ pub unsafe fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::for_each_offset;
     use proptest::prelude::*;
 
     /// A view of `t`'s memory with another layout (first element moved by `offset` elements).
@@ -467,29 +451,6 @@ mod tests {
             s.copy(Order::F).unwrap().to_vec::<f64>().unwrap(),
             vec![2.5]
         );
-    }
-
-    #[test]
-    fn offsets_never_step_past_the_extent() {
-        // Valid layouts whose "one past the end" offset would overflow i64.
-        let l = Layout::new(&[2], Some(&[1 << 62]), 1).unwrap();
-        let mut seen = vec![];
-        for_each_offset(&l, |o| seen.push(o));
-        assert_eq!(seen, vec![0, 1 << 62]);
-        let l = Layout::new(&[5, 1], Some(&[2, i64::MAX]), 1).unwrap();
-        let mut seen = vec![];
-        for_each_offset(&l, |o| seen.push(o));
-        assert_eq!(seen, vec![0, 2, 4, 6, 8]);
-    }
-
-    #[test]
-    fn offsets_walk_row_major() {
-        let l = Layout::new(&[2, 3], Some(&[1, 2]), 4).unwrap();
-        let mut seen = vec![];
-        for_each_offset(&l, |o| seen.push(o));
-        assert_eq!(seen, vec![0, 2, 4, 1, 3, 5]);
-        let empty = Layout::new(&[0, 3], None, 4).unwrap();
-        for_each_offset(&empty, |_| panic!("no elements"));
     }
 
     /// A random strided view: per dimension an extent, a step (negative = reversed) and

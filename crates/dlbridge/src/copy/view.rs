@@ -2,8 +2,8 @@
 //! want a transposed view to copy from).
 
 use crate::error::{Error, Result};
-use crate::ffi::managed::Described;
 use crate::layout::Layout;
+use crate::tensor::Described;
 use crate::tensor::Tensor;
 
 impl Tensor {

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use crate::copy::{copy_into, HostBuffer, Order};
 use crate::device::{Device, DeviceType};
 use crate::error::{Error, Result};
-use crate::ffi::managed::Described;
 use crate::layout::Layout;
+use crate::tensor::Described;
 use crate::tensor::{Owner, Tensor};
 
 use super::driver::{driver, Context, CuDevicePtr, CuStream, Driver, CU_STREAM_LEGACY};

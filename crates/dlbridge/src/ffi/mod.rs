@@ -1,6 +1,7 @@
-//! The C ABI layer: struct mirrors and the code that reads foreign structs. All `unsafe` that
-//! touches producer memory lives here.
+//! The C ABI mirrors: `#[repr(C)]` structs and constants of DLPack and the Arrow C interfaces,
+//! exactly as the specifications lay them out. Nothing here reads producer memory or names a
+//! higher layer; the code that reads these structs lives with the protocol it serves
+//! ([`crate::managed`], [`crate::export`], [`crate::arrow`]).
 
 pub mod arrow;
 pub mod dlpack;
-pub mod managed;

@@ -19,11 +19,13 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::arrow::{self as convert, ExportOptions, Imported, Nulls};
+use crate::arrow::{
+    export_device_stream, export_stream, ArrowData, ArrowStruct, OwnedArray, OwnedDeviceStream,
+    OwnedSchema, OwnedStream, SchemaView,
+};
 use crate::device::DeviceType;
 use crate::ffi::arrow::{
-    export_device_stream, export_stream, ArrowArray, ArrowArrayStream, ArrowData, ArrowDeviceArray,
-    ArrowDeviceArrayStream, ArrowSchema, ArrowStruct, OwnedArray, OwnedDeviceStream, OwnedSchema,
-    OwnedStream, SchemaView,
+    ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowDeviceArrayStream, ArrowSchema,
 };
 use crate::python::held::with_gil;
 use crate::python::protocols::Protocols;

@@ -9,7 +9,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 use crate::ffi::dlpack::{DLManagedTensor, DLManagedTensorVersioned};
-use crate::ffi::managed::ManagedTensor;
+use crate::managed::ManagedTensor;
 use crate::tensor::Tensor;
 
 /// Capsule name of a fresh versioned managed tensor.
@@ -158,7 +158,7 @@ pub fn consume(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 
 /// A capsule named `dlpack_exchange_api` around a table of process lifetime (no destructor),
 /// for a type's `__dlpack_c_exchange_api__` attribute.
-pub fn exchange_api<'py>(
+pub(crate) fn exchange_api<'py>(
     py: Python<'py>,
     api: &'static crate::ffi::dlpack::DLPackExchangeAPI,
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -177,7 +177,10 @@ const OWNER: &CStr = c"dlbridge.owner";
 
 /// A capsule that keeps `owner` (a tensor's memory) alive until it is destroyed: the cheapest
 /// Python object to hang foreign views on (a NumPy array's `base`).
-pub fn owner<'py>(py: Python<'py>, owner: crate::tensor::Owner) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn owner<'py>(
+    py: Python<'py>,
+    owner: crate::tensor::Owner,
+) -> PyResult<Bound<'py, PyAny>> {
     let raw = Box::into_raw(Box::new(owner));
     // SAFETY: `raw` is a live boxed owner whose ownership passes to the capsule (its destructor
     // frees it); the name is a static C string.

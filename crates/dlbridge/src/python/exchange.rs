@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use crate::ffi::dlpack::{DLPackExchangeAPI, DLPackExchangeAPIHeader, DLPACK_MAJOR_VERSION};
-use crate::ffi::managed::ManagedTensor;
+use crate::managed::ManagedTensor;
 use crate::tensor::Tensor;
 
 /// Capsule name of an exchange-API table.

@@ -4,36 +4,41 @@ use std::ffi::c_int;
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyComplex, PyDict, PyList, PyTuple};
 
-use dlbridge::export::Flavor;
-use dlbridge::python::{array_interface, buffer, capsule, cuda_array_interface, import, protocols};
-use dlbridge::{cuda, DType, Device, DeviceType, Order, Tensor, TypeCode};
+use crate::export::Flavor;
+use crate::python::{
+    array_interface, arrow, buffer, capsule, cuda_array_interface, import, protocols,
+};
+use crate::{cuda, DType, Device, DeviceType, Order, Tensor, TypeCode};
 
-use crate::types::{parse_device, PyDType, PyDevice};
+use super::exchange::API;
+use super::pyarrow::{dlpack_route, pyarrow, CapsuleImport};
+use super::types::{parse_device, PyDType, PyDevice};
 
 /// An owned, validated view of array memory, and the names of its dimensions when an Arrow
 /// `fixed_shape_tensor` gave them (kept here, not in the Rust tensor, so that no other import
 /// or export does any work for them).
 #[pyclass(name = "Tensor", module = "dlbridge", frozen)]
-pub struct PyTensor(pub Tensor, pub DimNames);
+pub struct PyTensor(pub(crate) Tensor, pub(crate) DimNames);
 
 /// One name per dimension (the first, Arrow's row dimension, is ""), or `None`.
-pub type DimNames = Option<Arc<[String]>>;
+pub(super) type DimNames = Option<Arc<[String]>>;
 
 /// The names of a tensor of shape `(length, *cell)` whose cell dimensions are named `cell`.
-pub fn row_and_cell_names(cell: Option<Vec<String>>) -> DimNames {
+pub(super) fn row_and_cell_names(cell: Option<Vec<String>>) -> DimNames {
     cell.map(|names| std::iter::once(String::new()).chain(names).collect())
 }
 
 /// The cell dimensions' names (all but the first), as the Arrow export writes them.
-pub fn cell_names(names: &DimNames) -> Option<&[String]> {
+pub(super) fn cell_names(names: &DimNames) -> Option<&[String]> {
     names.as_deref().and_then(|n| n.get(1..))
 }
 
 /// Import `x` like `from_dlpack`; an Arrow `fixed_shape_tensor`'s dimension names are kept.
-pub fn import_object(
+pub(super) fn import_object(
     x: &Bound<'_, PyAny>,
     device: Option<Device>,
     copy: Option<bool>,
@@ -124,7 +129,7 @@ fn nest<'py>(
 }
 
 impl PyTensor {
-    /// `__dlpack__` (installed as a raw fastcall method by [`crate::fastcall`]): export as a
+    /// `__dlpack__` (installed as a raw fastcall method by [`super::fastcall`]): export as a
     /// DLPack capsule. Arguments are already matched; `None` values are `None` here.
     pub(crate) fn dlpack<'py>(
         &self,
@@ -377,6 +382,115 @@ impl PyTensor {
     fn __dlpack_device__(&self) -> (i32, i32) {
         let d = self.0.device();
         (d.kind.0, d.id)
+    }
+
+    /// The DLPack C exchange API table (a capsule named `dlpack_exchange_api`), for consumers
+    /// that exchange without calling `__dlpack__`.
+    #[classattr]
+    fn __dlpack_c_exchange_api__(py: Python<'_>) -> PyResult<Py<PyAny>> {
+        crate::python::capsule::exchange_api(py, &API).map(Bound::unbind)
+    }
+
+    /// An `arrow_schema` capsule: the Arrow field `__arrow_c_array__` exports (a primitive type
+    /// for 1-d tensors, `arrow.fixed_shape_tensor` for N-d, `arrow.bool8` for bool).
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        arrow::export_schema(py, &self.0, cell_names(&self.1))
+    }
+
+    /// `(arrow_schema, arrow_array)` capsules over the tensor's memory (host tensors only).
+    /// Zero-copy when Arrow can express the layout, else a C-order copy. `requested_schema`
+    /// may ask for Arrow's bit-packed boolean or for the bare storage type (no extension);
+    /// other requests get the default schema.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_array__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        arrow::export_array(py, &self.0, cell_names(&self.1), requested_schema, false)
+    }
+
+    /// `(arrow_schema, arrow_device_array)` capsules on the tensor's own device (CPU is
+    /// published with Arrow's device id -1; no sync event). Never copies across devices.
+    /// Unknown keywords are accepted only with the value None (NotImplementedError otherwise).
+    #[pyo3(signature = (requested_schema=None, **kwargs))]
+    fn __arrow_c_device_array__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<&Bound<'py, PyAny>>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+        arrow::check_device_kwargs(kwargs)?;
+        arrow::export_array(py, &self.0, cell_names(&self.1), requested_schema, true)
+    }
+
+    /// An `arrow_device_array_stream` capsule yielding the tensor as one device array (the
+    /// schema and array of `__arrow_c_device_array__`), then the end. Unknown keywords are
+    /// accepted only with the value None (NotImplementedError otherwise).
+    #[pyo3(signature = (requested_schema=None, **kwargs))]
+    fn __arrow_c_device_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<&Bound<'py, PyAny>>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        arrow::check_device_kwargs(kwargs)?;
+        arrow::export_device_stream_capsule(py, &self.0, cell_names(&self.1), requested_schema)
+    }
+
+    /// An `arrow_array_stream` capsule yielding the tensor as one chunk (host tensors only).
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        arrow::export_stream_capsule(py, &self.0, cell_names(&self.1), requested_schema)
+    }
+
+    /// A `pyarrow.Array` over the tensor's memory, zero-copy where the Arrow export is (see
+    /// `__arrow_c_device_array__`), keeping the tensor alive; read-only tensors give immutable
+    /// buffers. `type` (a `pyarrow.DataType`) is asked of the export, as `pyarrow.array()` asks
+    /// the PyCapsule interface, and the result is cast to it when it differs (a safe cast:
+    /// pyarrow raises for lossy values, as `pyarrow.array(numpy_array, type=...)` does).
+    #[pyo3(signature = (r#type=None))]
+    fn __arrow_array__<'py>(
+        slf: &Bound<'py, Self>,
+        r#type: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let pa = pyarrow(py)?;
+        let requested = r#type.filter(|t| !t.is_none());
+        if let Some(ty) = requested {
+            if !ty.is_instance(pa.data_type.bind(py))? {
+                return Err(PyTypeError::new_err(format!(
+                    "type must be a pyarrow.DataType or None, not {}",
+                    ty.get_type().name()?
+                )));
+            }
+        }
+        let tensor = &slf.get().0;
+        let array = match &pa.from_dlpack {
+            Some(from_dlpack) if dlpack_route(tensor) => from_dlpack.bind(py).call1((slf,))?,
+            _ => {
+                let schema = requested
+                    .map(|ty| ty.call_method0(intern!(py, "__arrow_c_schema__")))
+                    .transpose()?;
+                let (import, device) = match &pa.import {
+                    CapsuleImport::Device(f) => (f, true),
+                    CapsuleImport::Host(f) => (f, false),
+                };
+                let names = cell_names(&slf.get().1);
+                let capsules = arrow::export_array(py, tensor, names, schema.as_ref(), device)?;
+                import.bind(py).call1(capsules)?
+            }
+        };
+        match requested {
+            Some(ty) if !array.getattr(intern!(py, "type"))?.eq(ty)? => {
+                array.call_method1(intern!(py, "cast"), (ty,))
+            }
+            _ => Ok(array),
+        }
     }
 
     /// # Safety

@@ -11,16 +11,16 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use pyo3::exceptions::{PyBufferError, PySystemError, PyTypeError};
 use pyo3::prelude::*;
 
-use dlbridge::export::Flavor;
-use dlbridge::ffi::dlpack::{
+use crate::export::Flavor;
+use crate::ffi::dlpack::{
     DLManagedTensorVersioned, DLPackExchangeAPI, DLTensor, DLPACK_MINOR_VERSION,
 };
-use dlbridge::{DType, Device, ManagedTensor, Tensor};
+use crate::{DType, Device, ManagedTensor, Tensor};
 
-use crate::tensor::PyTensor;
+use super::tensor::PyTensor;
 
 /// The table; process lifetime, never written.
-pub static API: DLPackExchangeAPI = DLPackExchangeAPI::new(
+pub(super) static API: DLPackExchangeAPI = DLPackExchangeAPI::new(
     allocate,
     managed_tensor_from_py_object,
     managed_tensor_to_py_object,
@@ -155,14 +155,4 @@ fn report(error_ctx: *mut c_void, set_error: SetError, message: &str) -> i32 {
         unsafe { set_error(error_ctx, c"BufferError".as_ptr(), message.as_ptr()) };
     }
     -1
-}
-
-#[pymethods]
-impl PyTensor {
-    /// The DLPack C exchange API table (a capsule named `dlpack_exchange_api`), for consumers
-    /// that exchange without calling `__dlpack__`.
-    #[classattr]
-    fn __dlpack_c_exchange_api__(py: Python<'_>) -> PyResult<Py<PyAny>> {
-        dlbridge::python::capsule::exchange_api(py, &API).map(Bound::unbind)
-    }
 }

@@ -3,11 +3,11 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use dlbridge::{DType, Device, DeviceType};
+use crate::{DType, Device, DeviceType};
 
 /// An element type: DLPack code, bits per lane and lanes. Equal to its name string.
 #[pyclass(name = "DType", module = "dlbridge", frozen)]
-pub struct PyDType(pub DType);
+pub struct PyDType(pub(crate) DType);
 
 #[pymethods]
 impl PyDType {
@@ -64,12 +64,12 @@ impl PyDType {
 
 /// A device: DLPack device type and ordinal. Equal to its string form and `(type, id)` tuple.
 #[pyclass(name = "Device", module = "dlbridge", frozen)]
-pub struct PyDevice(pub Device);
+pub struct PyDevice(pub(crate) Device);
 
 /// Parse a device argument: a string, a `Device`, a `(type, id)` tuple, an object with
 /// `__dlpack_device__`, or the device object of torch (`torch.device`), JAX (`jax.Device`) or
 /// dpnp/dpctl (SYCL devices, which are DLPack's oneAPI devices).
-pub fn parse_device(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
+pub(super) fn parse_device(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
     if let Ok(d) = obj.cast::<PyDevice>() {
         return Ok(d.get().0);
     }

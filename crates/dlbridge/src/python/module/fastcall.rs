@@ -20,11 +20,11 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyModule, PyString, PyTuple};
 
-use dlbridge::export::Flavor;
-use dlbridge::python::capsule;
+use crate::export::Flavor;
+use crate::python::capsule;
 
-use crate::tensor::PyTensor;
-use crate::types::parse_device;
+use super::tensor::PyTensor;
+use super::types::parse_device;
 
 const NAME: &CStr = c"__dlpack__";
 const DOC: &CStr =
@@ -226,20 +226,9 @@ fn definition(
 }
 
 /// Install `Tensor.__dlpack__` and `from_dlpack` in the module `m`.
-pub fn install(m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub(super) fn install(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
-    let ty = py.get_type::<PyTensor>();
-    TENSOR_TYPE.store(ty.as_ptr().cast(), Ordering::Release);
-    let def = definition(NAME, DOC, dlpack_fastcall);
-    // SAFETY: `ty` is a live type object and `def` a method definition that lives for the rest
-    // of the process; the result is a new reference or NULL with an exception set.
-    let descr = unsafe {
-        Bound::from_owned_ptr_or_err(
-            py,
-            ffi::PyDescr_NewMethod(ty.as_ptr().cast::<ffi::PyTypeObject>(), def),
-        )?
-    };
-    ty.setattr(intern!(py, "__dlpack__"), descr)?;
+    install_dlpack_method(py)?;
     let def = definition(FROM_DLPACK_NAME, FROM_DLPACK_DOC, FROM_DLPACK_FASTCALL);
     // SAFETY: `def` lives for the rest of the process; `m` is a live module, passed as the
     // function's `self` and `__module__`; the result is a new reference or NULL with an
@@ -251,6 +240,30 @@ pub fn install(m: &Bound<'_, PyModule>) -> PyResult<()> {
         )?
     };
     m.add("from_dlpack", function)
+}
+
+/// Install `Tensor.__dlpack__` on this binary's `Tensor` type, once: by [`install`], or by the
+/// first `Tensor` made for Python outside a registered module (`IntoPyObject`).
+pub(super) fn install_dlpack_method(py: Python<'_>) -> PyResult<()> {
+    static INSTALLED: PyOnceLock<()> = PyOnceLock::new();
+    INSTALLED
+        .get_or_try_init(py, || {
+            let ty = py.get_type::<PyTensor>();
+            TENSOR_TYPE.store(ty.as_ptr().cast(), Ordering::Release);
+            let def = definition(NAME, DOC, dlpack_fastcall);
+            // SAFETY: `ty` is a live type object and `def` a method definition that lives for
+            // the rest of the process; the result is a new reference or NULL with an exception
+            // set.
+            let descr = unsafe {
+                Bound::from_owned_ptr_or_err(
+                    py,
+                    ffi::PyDescr_NewMethod(ty.as_ptr().cast::<ffi::PyTypeObject>(), def),
+                )?
+            };
+            ty.setattr(intern!(py, "__dlpack__"), descr)?;
+            Ok::<(), PyErr>(())
+        })
+        .map(|_| ())
 }
 
 /// The Tensor type, for the exact type check of [`common_call`].
@@ -320,7 +333,7 @@ unsafe fn common_call(
         (py, Borrowed::from_ptr(py, slf).cast_unchecked::<PyTensor>())
     };
     let tensor = &slf.get().0;
-    if tensor.device().kind != dlbridge::DeviceType::CPU {
+    if tensor.device().kind != crate::DeviceType::CPU {
         return None;
     }
     let managed = tensor.export(Flavor::for_max_version(max_version)).ok()?;
@@ -389,7 +402,7 @@ unsafe fn from_dlpack_entry(
     };
     let device = device.map(|d| parse_device(&d)).transpose()?;
     let copy = copy.map(|c| parse_copy(&c)).transpose()?;
-    crate::from_dlpack(&x, device, copy).map(Bound::into_ptr)
+    super::from_dlpack(&x, device, copy).map(Bound::into_ptr)
 }
 
 /// Match the keywords and export.

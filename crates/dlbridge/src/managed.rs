@@ -3,6 +3,7 @@
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use crate::device::Device;
 use crate::dtype::DType;
@@ -11,7 +12,8 @@ use crate::ffi::dlpack::{
     DLManagedTensor, DLManagedTensorVersioned, DLTensor, DLPACK_MAJOR_VERSION, FLAG_IS_COPIED,
     FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
 };
-use crate::layout::{Layout, Reach, MAX_NDIM};
+use crate::layout::{check_address_range, Layout, MAX_NDIM};
+use crate::tensor::{Described, Tensor};
 
 /// An owned managed tensor (legacy or versioned). Dropping it calls the producer's deleter
 /// exactly once (or nothing when the deleter is NULL).
@@ -29,19 +31,6 @@ enum Managed {
 unsafe impl Send for ManagedTensor {}
 // SAFETY: see above; shared access never writes through the pointer.
 unsafe impl Sync for ManagedTensor {}
-
-/// What a validated managed tensor describes.
-#[derive(Debug)]
-pub(crate) struct Described {
-    pub data: *mut c_void,
-    pub byte_offset: u64,
-    pub device: Device,
-    pub dtype: DType,
-    pub layout: Layout,
-    pub readonly: bool,
-    pub is_copied: bool,
-    pub subbyte_padded: bool,
-}
 
 impl ManagedTensor {
     /// Take ownership of a versioned managed tensor. Returns `None` for a NULL pointer.
@@ -164,36 +153,6 @@ impl ManagedTensor {
     }
 }
 
-/// Every byte the layout reaches (`reach`, in elements of `itemsize` bytes, as validated by
-/// [`Layout::with_reach`]) from `base + byte_offset` must be a real address.
-pub(crate) fn check_address_range(
-    base: usize,
-    byte_offset: u64,
-    reach: Reach,
-    itemsize: usize,
-) -> Result<()> {
-    // The layout bounded the byte span by isize::MAX, so these products cannot overflow.
-    let below = reach.lo.unsigned_abs() as usize * itemsize;
-    let above = (reach.hi as usize + 1) * itemsize;
-    let fits = usize::try_from(byte_offset)
-        .ok()
-        .and_then(|o| base.checked_add(o))
-        .filter(|first| *first >= below)
-        .and_then(|first| first.checked_add(above))
-        .is_some_and(|end| end <= isize::MAX as usize);
-    if fits {
-        Ok(())
-    } else {
-        Err(address_overflow())
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn address_overflow() -> Error {
-    Error::InvalidLayout("data pointer plus offsets overflows the address space".to_owned())
-}
-
 #[cold]
 #[inline(never)]
 fn ndim_out_of_range(ndim: i32) -> Error {
@@ -218,6 +177,14 @@ fn null_data(size: usize) -> Error {
     Error::InvalidLayout(format!("data is NULL but the tensor has {size} elements"))
 }
 
+impl Tensor {
+    /// Import a managed tensor. On failure the tensor is dropped, so its deleter still runs.
+    pub fn from_managed(managed: ManagedTensor) -> Result<Self> {
+        let described = managed.describe()?;
+        Ok(Self::from_described(described, Arc::new(managed)))
+    }
+}
+
 impl Drop for ManagedTensor {
     fn drop(&mut self) {
         match self.0 {
@@ -239,29 +206,5 @@ impl Drop for ManagedTensor {
                 }
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn address_range_bounds() {
-        let max = isize::MAX as usize;
-        let ok = |base, offset, lo, hi, itemsize| {
-            check_address_range(base, offset, Reach { lo, hi }, itemsize).is_ok()
-        };
-        assert!(ok(0x1000, 0, 0, 15, 4));
-        // The last reached byte may be isize::MAX - 1, not further.
-        assert!(ok(max - 64, 0, 0, 15, 4));
-        assert!(!ok(max - 63, 0, 0, 15, 4));
-        assert!(!ok(max - 64, 1, 0, 15, 4));
-        // Negative strides reach below the first element, but not below address 0.
-        assert!(ok(0x1000, 0, -0x400, 0, 4));
-        assert!(!ok(0x1000, 0, -0x401, 0, 4));
-        assert!(ok(0x0ff0, 0x10, -0x400, 0, 4));
-        assert!(!ok(usize::MAX - 3, 0, 0, 0, 1));
-        assert!(!ok(0x1000, u64::MAX, 0, 0, 1));
     }
 }

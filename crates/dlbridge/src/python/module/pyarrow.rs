@@ -9,28 +9,23 @@
 //! this method existed (and without asking for `__arrow_array__` again). pyarrow 14 and 15,
 //! which have neither, get `__arrow_c_array__`'s capsules, as their `pyarrow.array()` did.
 
-use pyo3::exceptions::PyTypeError;
-use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
-use dlbridge::python::arrow;
-use dlbridge::{DeviceType, Tensor, TypeCode};
-
-use crate::tensor::{cell_names, PyTensor};
+use crate::{DeviceType, Tensor, TypeCode};
 
 /// The pyarrow objects `__arrow_array__` uses, looked up once.
-struct Pyarrow {
+pub(super) struct Pyarrow {
     /// `pyarrow.Array.from_dlpack` (pyarrow 16 and later).
-    from_dlpack: Option<Py<PyAny>>,
+    pub(super) from_dlpack: Option<Py<PyAny>>,
     /// How the capsules are imported.
-    import: CapsuleImport,
+    pub(super) import: CapsuleImport,
     /// `pyarrow.DataType`
-    data_type: Py<PyAny>,
+    pub(super) data_type: Py<PyAny>,
 }
 
 /// The capsule import `pyarrow.array()` itself would use.
-enum CapsuleImport {
+pub(super) enum CapsuleImport {
     /// `pyarrow.Array._import_from_c_device_capsule` with `__arrow_c_device_array__`'s capsules.
     Device(Py<PyAny>),
     /// `pyarrow.Array._import_from_c_capsule` with `__arrow_c_array__`'s capsules (pyarrow 14
@@ -40,7 +35,7 @@ enum CapsuleImport {
 
 static PYARROW: PyOnceLock<Pyarrow> = PyOnceLock::new();
 
-fn pyarrow(py: Python<'_>) -> PyResult<&Pyarrow> {
+pub(super) fn pyarrow(py: Python<'_>) -> PyResult<&Pyarrow> {
     PYARROW.get_or_try_init(py, || {
         let pa = py.import("pyarrow")?;
         let array = pa.getattr("Array")?;
@@ -61,7 +56,7 @@ fn pyarrow(py: Python<'_>) -> PyResult<&Pyarrow> {
 /// refuses any other stride, even of a single element), aligned, on the host CPU, and an
 /// integer or float dtype (booleans export as `arrow.bool8`, which a DLPack import cannot
 /// produce).
-fn dlpack_route(tensor: &Tensor) -> bool {
+pub(super) fn dlpack_route(tensor: &Tensor) -> bool {
     let dtype = tensor.dtype();
     let primitive = dtype.lanes() == 1
         && match dtype.code() {
@@ -73,52 +68,4 @@ fn dlpack_route(tensor: &Tensor) -> bool {
         && tensor.strides() == [1]
         && tensor.device().kind == DeviceType::CPU
         && tensor.is_aligned()
-}
-
-#[pymethods]
-impl PyTensor {
-    /// A `pyarrow.Array` over the tensor's memory, zero-copy where the Arrow export is (see
-    /// `__arrow_c_device_array__`), keeping the tensor alive; read-only tensors give immutable
-    /// buffers. `type` (a `pyarrow.DataType`) is asked of the export, as `pyarrow.array()` asks
-    /// the PyCapsule interface, and the result is cast to it when it differs (a safe cast:
-    /// pyarrow raises for lossy values, as `pyarrow.array(numpy_array, type=...)` does).
-    #[pyo3(signature = (r#type=None))]
-    fn __arrow_array__<'py>(
-        slf: &Bound<'py, Self>,
-        r#type: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let py = slf.py();
-        let pa = pyarrow(py)?;
-        let requested = r#type.filter(|t| !t.is_none());
-        if let Some(ty) = requested {
-            if !ty.is_instance(pa.data_type.bind(py))? {
-                return Err(PyTypeError::new_err(format!(
-                    "type must be a pyarrow.DataType or None, not {}",
-                    ty.get_type().name()?
-                )));
-            }
-        }
-        let tensor = &slf.get().0;
-        let array = match &pa.from_dlpack {
-            Some(from_dlpack) if dlpack_route(tensor) => from_dlpack.bind(py).call1((slf,))?,
-            _ => {
-                let schema = requested
-                    .map(|ty| ty.call_method0(intern!(py, "__arrow_c_schema__")))
-                    .transpose()?;
-                let (import, device) = match &pa.import {
-                    CapsuleImport::Device(f) => (f, true),
-                    CapsuleImport::Host(f) => (f, false),
-                };
-                let names = cell_names(&slf.get().1);
-                let capsules = arrow::export_array(py, tensor, names, schema.as_ref(), device)?;
-                import.bind(py).call1(capsules)?
-            }
-        };
-        match requested {
-            Some(ty) if !array.getattr(intern!(py, "type"))?.eq(ty)? => {
-                array.call_method1(intern!(py, "cast"), (ty,))
-            }
-            _ => Ok(array),
-        }
-    }
 }

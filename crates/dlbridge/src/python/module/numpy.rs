@@ -5,10 +5,10 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict};
 
-use dlbridge::python::{capsule, import, numpy_api::Api};
-use dlbridge::Device;
+use crate::python::{capsule, import, numpy_api::Api};
+use crate::Device;
 
-use crate::tensor::PyTensor;
+use super::tensor::PyTensor;
 
 /// A host NumPy array with the values of ``x``, from any library on any device.
 ///
@@ -21,7 +21,7 @@ use crate::tensor::PyTensor;
 /// conjugate/negative bit set is a BufferError naming ``.detach()`` / ``.resolve_conj()``.
 #[pyfunction]
 #[pyo3(signature = (x, *, copy=None))]
-pub fn to_numpy<'py>(
+pub(super) fn to_numpy<'py>(
     x: &Bound<'py, PyAny>,
     copy: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {

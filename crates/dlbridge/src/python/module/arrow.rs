@@ -1,0 +1,71 @@
+//! `dlbridge.Tensor` as an Arrow producer (the PyCapsule interface methods), and
+//! `dlbridge.from_arrow`, the Arrow import with a choice of what to do with nulls.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyFloat, PyTuple};
+
+use crate::arrow::{all_valid, FillValue, Nulls};
+use crate::python::{arrow, import, protocols};
+
+use super::tensor::{row_and_cell_names, PyTensor};
+
+/// The Python value of `fill_null` as a fill value (TypeError for anything but a bool, an
+/// integer or a float).
+fn fill_value(value: &Bound<'_, PyAny>) -> PyResult<FillValue> {
+    if let Ok(b) = value.cast::<PyBool>() {
+        return Ok(FillValue::Bool(b.is_true()));
+    }
+    if let Ok(i) = value.extract::<i128>() {
+        return Ok(FillValue::Int(i));
+    }
+    if value.is_instance_of::<PyFloat>() {
+        return Ok(FillValue::Float(value.extract()?));
+    }
+    match value.extract::<f64>() {
+        Ok(f) => Ok(FillValue::Float(f)),
+        Err(_) => Err(PyTypeError::new_err(format!(
+            "fill_null must be a bool, an int or a float, not {}",
+            value.get_type().name()?
+        ))),
+    }
+}
+
+/// Import an object with the Arrow PyCapsule interface; nulls refused, filled (`fill_null`)
+/// or reported (`with_validity`). See the stub for the full contract.
+#[pyfunction]
+#[pyo3(signature = (x, /, *, fill_null=None, with_validity=false, copy=None))]
+pub(super) fn from_arrow<'py>(
+    x: &Bound<'py, PyAny>,
+    fill_null: Option<&Bound<'py, PyAny>>,
+    with_validity: bool,
+    copy: Option<bool>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = x.py();
+    let offers = protocols::of(x)?;
+    let Some(protocol) = arrow::Protocol::of(&offers) else {
+        return Err(PyTypeError::new_err(format!(
+            "from_arrow needs an object with the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__...); {} offers none: use dlbridge.from_dlpack for other arrays",
+            x.get_type().name()?
+        )));
+    };
+    let nulls = match fill_null.filter(|v| !v.is_none()) {
+        Some(value) => Nulls::Fill(fill_value(value)?),
+        None if with_validity => Nulls::Report,
+        None => Nulls::Refuse,
+    };
+    let imported = arrow::import_with(x, protocol, copy, nulls)?;
+    let names = row_and_cell_names(imported.dim_names);
+    let values = imported.values;
+    let values = import::apply_policy(&values, None, copy)?.unwrap_or(values);
+    if !with_validity {
+        return Ok(Bound::new(py, PyTensor(values, names))?.into_any());
+    }
+    let valid = match imported.validity {
+        Some(valid) => valid,
+        None => all_valid(values.shape())?,
+    };
+    let values = Bound::new(py, PyTensor(values, names.clone()))?;
+    let valid = Bound::new(py, PyTensor(valid, names))?;
+    Ok(PyTuple::new(py, [values.into_any(), valid.into_any()])?.into_any())
+}

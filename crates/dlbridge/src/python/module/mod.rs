@@ -1,0 +1,80 @@
+//! The classes and functions of the `dlbridge` Python module, defined once for every
+//! extension that links this crate: `Tensor` (with `__dlpack__`, the buffer protocol, the array
+//! interfaces and the Arrow PyCapsule interface), `DType`, `Device`, `from_dlpack`, `copyto`,
+//! `from_arrow` and `to_numpy`.
+//!
+//! [`register`] adds them to a module. The `dlbridge._native` extension is built from it, and a
+//! user's PyO3 extension may call it too: each extension then has its own `Tensor` type object
+//! (Python types are per binary) with the same behaviour, and instances of one are imported by
+//! the other through DLPack like any other producer's.
+
+mod arrow;
+mod convert;
+mod exchange;
+mod fastcall;
+mod numpy;
+mod pyarrow;
+mod tensor;
+mod types;
+
+use pyo3::prelude::*;
+
+use crate::python::import;
+use crate::Device;
+
+pub use tensor::PyTensor;
+pub use types::{PyDType, PyDevice};
+
+use tensor::import_object;
+
+/// `dlbridge.from_dlpack`: import any array-like as a Tensor, zero-copy when possible
+/// (installed as a raw fastcall function by [`fastcall`]).
+fn from_dlpack<'py>(
+    x: &Bound<'py, PyAny>,
+    device: Option<Device>,
+    copy: Option<bool>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    if let Ok(t) = x.cast_exact::<PyTensor>() {
+        return match import::apply_policy(&t.get().0, device, copy)? {
+            None => Ok(t.clone()),
+            Some(copied) => Bound::new(x.py(), PyTensor(copied, t.get().1.clone())),
+        };
+    }
+    Bound::new(x.py(), import_object(x, device, copy)?)
+}
+
+/// Copy the elements of `src` into the existing, writable tensor `dst` (`numpy.copyto`
+/// without casting): `src` is imported like `from_dlpack` and broadcast to `dst`'s shape.
+#[pyfunction]
+fn copyto(dst: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<()> {
+    let src = match src.cast::<PyTensor>() {
+        Ok(t) => t.get().0.clone(),
+        Err(_) => import::from_object(src, None, None)?,
+    };
+    // SAFETY: the GIL is held for the whole copy, so no Python code can touch `dst`'s memory
+    // meanwhile; foreign threads writing the same memory are the caller's concern, exactly as
+    // with numpy.copyto.
+    unsafe { crate::copy::copy_into(&dst.get().0, &src) }?;
+    Ok(())
+}
+
+/// Add the classes `Tensor`, `DType` and `Device`, the functions `from_dlpack`, `copyto`,
+/// `from_arrow` and `to_numpy`, and `DLPACK_VERSION` (the highest DLPack version exported) to
+/// the module `m`.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add(
+        "DLPACK_VERSION",
+        (
+            crate::ffi::dlpack::DLPACK_MAJOR_VERSION,
+            crate::ffi::dlpack::DLPACK_MINOR_VERSION,
+        ),
+    )?;
+    m.add_class::<PyTensor>()?;
+    fastcall::install(m)?;
+    m.add_class::<PyDType>()?;
+    m.add_class::<PyDevice>()?;
+    m.add_function(wrap_pyfunction!(copyto, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::from_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(numpy::to_numpy, m)?)?;
+    Ok(())
+}
