@@ -1076,7 +1076,11 @@ impl<'a> Node<'a> {
     /// `start` is the physical index (counted from the start of the buffer, so including the
     /// array's `offset`) of the tensor's first element; every element `layout` reaches must be
     /// an item of the buffer.
-    pub fn values_tensor(
+    ///
+    /// # Safety
+    /// `owner` must keep the array this node belongs to alive (for example, hold the `Arc` of
+    /// its [`ArrowData`]): the tensor points into the array's buffers and outlives this borrow.
+    pub unsafe fn values_tensor(
         self,
         start: i64,
         layout: Layout,
@@ -1105,7 +1109,7 @@ impl<'a> Node<'a> {
         };
         // The producer guarantees buffer 1 of this fixed-width array holds `offset + length`
         // items of `bits` bits (its schema describes it: ArrowData::new), alive until release,
-        // which `owner` delays. Arrow data is immutable: read-only.
+        // which `owner` delays (this function's contract). Arrow data is immutable: read-only.
         // SAFETY: `reached_items` checked every element the layout reaches is one of those items.
         unsafe {
             Tensor::from_raw_parts(
@@ -1397,7 +1401,13 @@ unsafe extern "C" fn release_array(array: *mut ArrowArray) {
 
 impl ArraySpec {
     /// Build the C struct for memory on `device` (CPU is published with Arrow's id -1).
-    pub fn export(self, device: Device) -> OwnedArray {
+    ///
+    /// # Safety
+    /// A consumer reads the buffers as the schema paired with this array describes them: every
+    /// address in `buffers` (and in the children's) must be NULL where the format allows it or
+    /// point to memory of `device` holding at least the bytes that format, `offset` and `length`
+    /// imply, valid until `owner` is dropped.
+    pub unsafe fn export(self, device: Device) -> OwnedArray {
         let device_id = if device.kind == DeviceType::CPU {
             -1
         } else {
@@ -1580,7 +1590,9 @@ unsafe extern "C" fn stream_get_next(stream: *mut ArrowArrayStream, out: *mut Ar
         // SAFETY: `out` is the consumer's storage; the end of the stream is a released array.
         None => unsafe { ptr::write(out, ArrowArray::released()) },
         Some(chunk) => {
-            let array = chunk.export(Device::CPU);
+            // SAFETY: the chunk's buffers were vouched for when the stream was made
+            // (`export_stream`'s contract).
+            let array = unsafe { chunk.export(Device::CPU) };
             // SAFETY: `out` is the consumer's storage; a CPU array always moves.
             if let Err(e) = unsafe { array.move_into(out) } {
                 private.last_error = CString::new(e.to_string()).ok();
@@ -1606,14 +1618,18 @@ unsafe extern "C" fn device_stream_get_next(
         // SAFETY: `out` is the consumer's storage; the end of the stream is a released array
         // (every time it is asked again).
         None => unsafe { ptr::write(out, ArrowDeviceArray::released()) },
-        // SAFETY: `out` is the consumer's storage for one device array.
+        // SAFETY: `out` is the consumer's storage for one device array; the chunk's buffers
+        // were vouched for when the stream was made (`export_device_stream`'s contract).
         Some(chunk) => unsafe { chunk.export(private.device).move_into_device(out) },
     }
     0
 }
 
 /// A CPU stream that yields `chunks` (all described by `schema`), then ends.
-pub fn export_stream(schema: SchemaSpec, chunks: Vec<ArraySpec>) -> OwnedStream {
+///
+/// # Safety
+/// Every chunk must satisfy [`ArraySpec::export`]'s contract for `schema` and the CPU.
+pub unsafe fn export_stream(schema: SchemaSpec, chunks: Vec<ArraySpec>) -> OwnedStream {
     Owned(Box::new(ArrowArrayStream {
         get_schema: Some(stream_get_schema::<ArrowArrayStream>),
         get_next: Some(stream_get_next),
@@ -1625,7 +1641,10 @@ pub fn export_stream(schema: SchemaSpec, chunks: Vec<ArraySpec>) -> OwnedStream 
 
 /// A device stream that yields `chunks` (all described by `schema`, their buffers on
 /// `device`) as device arrays, then ends (a released array, as often as asked).
-pub fn export_device_stream(
+///
+/// # Safety
+/// Every chunk must satisfy [`ArraySpec::export`]'s contract for `schema` and `device`.
+pub unsafe fn export_device_stream(
     schema: SchemaSpec,
     chunks: Vec<ArraySpec>,
     device: Device,
@@ -1724,7 +1743,7 @@ mod tests {
                 ..ArraySpec::default()
             };
             let schema = Arc::new(schema);
-            // SAFETY: the schema describes the array.
+            // SAFETY: the schema describes the array, whose buffers are NULL or `VALUES`.
             let data = unsafe { ArrowData::new(schema, values.export(Device::CPU)) };
             let root = data.root().unwrap();
             let nodes = root.children().unwrap();
@@ -1803,7 +1822,8 @@ mod tests {
     #[test]
     fn array_release_drops_owner_once_and_device_move_zeroes_reserved() {
         let drops = Arc::new(AtomicUsize::new(0));
-        let array = counted_array(&drops, &VALUES).export(Device::CPU);
+        // SAFETY: the buffers are NULL or the static `VALUES` (4 floats).
+        let array = unsafe { counted_array(&drops, &VALUES).export(Device::CPU) };
         assert_eq!(array.device().unwrap(), Device::CPU);
         let mut storage = ArrowDeviceArray::released();
         storage.reserved = [7; 3];
@@ -1827,28 +1847,28 @@ mod tests {
         let mut spec = counted_array(&drops, &VALUES);
         spec.offset = 1;
         spec.length = 3;
-        // SAFETY: the schema describes the array.
+        // SAFETY: the schema describes the array, whose values are the static `VALUES`.
         let data = Arc::new(unsafe { ArrowData::new(schema, spec.export(Device::CPU)) });
         let root = data.root().unwrap();
         let owner: Owner = data.clone();
-        let t = root
-            .values_tensor(
+        // SAFETY (here and below): `owner` is the Arc holding the array.
+        let t = unsafe {
+            root.values_tensor(
                 1,
                 Layout::contiguous(&[3], 4).unwrap(),
                 DType::FLOAT32,
                 owner.clone(),
             )
-            .unwrap();
+        }
+        .unwrap();
         assert_eq!(t.to_vec::<f32>().unwrap(), vec![2.0, 3.0, 4.0]);
         assert!(t.readonly());
         let too_far = Layout::contiguous(&[4], 4).unwrap();
-        assert!(root
-            .values_tensor(1, too_far, DType::FLOAT32, owner.clone())
-            .is_err());
+        // SAFETY: as above.
+        assert!(unsafe { root.values_tensor(1, too_far, DType::FLOAT32, owner.clone()) }.is_err());
         let wrong_type = Layout::contiguous(&[2], 8).unwrap();
-        assert!(root
-            .values_tensor(0, wrong_type, DType::FLOAT64, owner)
-            .is_err());
+        // SAFETY: as above.
+        assert!(unsafe { root.values_tensor(0, wrong_type, DType::FLOAT64, owner) }.is_err());
         assert_eq!(root.count_nulls(0, 3, 2).unwrap(), 0);
         drop(t);
 
@@ -1868,7 +1888,8 @@ mod tests {
             buffers: vec![BITS.as_ptr().cast(), BITS.as_ptr().cast()],
             ..ArraySpec::default()
         };
-        // SAFETY: the schema describes the array (bitmaps of 10 bits).
+        // SAFETY: the schema describes the array, whose buffers are the static `BITS` (bitmaps
+        // of 10 bits).
         let data = unsafe { ArrowData::new(schema, spec.export(Device::CPU)) };
         let root = data.root().unwrap();
         let t = root
@@ -1891,7 +1912,7 @@ mod tests {
             counted_array(&drops, &VALUES),
         ];
         let mut storage = ArrowArrayStream::released();
-        // SAFETY: `storage` is writable.
+        // SAFETY: `storage` is writable; the chunks' buffers are the static `VALUES`.
         unsafe { export_stream(SchemaSpec::new("f", "", 0), chunks).move_into(&mut storage) };
         // SAFETY: a live stream.
         let mut stream = unsafe { OwnedStream::take(&mut storage) }.unwrap();
@@ -1910,7 +1931,8 @@ mod tests {
         let device = Device::new(DeviceType::CUDA, 1);
         let chunks = vec![counted_array(&drops, &VALUES)];
         let mut storage = ArrowDeviceArrayStream::released();
-        // SAFETY: `storage` is writable.
+        // SAFETY: `storage` is writable; the chunk's buffers are the static `VALUES` (never read:
+        // the test only moves the array).
         unsafe {
             export_device_stream(SchemaSpec::new("f", "", 0), chunks, device)
                 .move_into(&mut storage)
@@ -1956,7 +1978,8 @@ mod tests {
 
     #[test]
     fn failed_callbacks_never_touch_the_output_and_report_the_error() {
-        let releases: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+        static RELEASES: AtomicUsize = AtomicUsize::new(0);
+        let releases = &RELEASES;
         let mut raw = ArrowArrayStream {
             get_schema: Some(failing_get_schema),
             get_next: None,
