@@ -466,7 +466,7 @@ mod tests {
 
     /// 32 bytes that claim to be one `uint8`: a broken `Element` implementation.
     #[derive(Clone, Copy)]
-    struct Big([u8; 32]);
+    struct Big(#[allow(dead_code)] [u8; 32]);
     // SAFETY: deliberately false (the size is not uint8's), to show the views refuse it.
     unsafe impl Element for Big {
         const DTYPE: DType = DType::UINT8;

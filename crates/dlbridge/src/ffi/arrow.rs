@@ -1851,7 +1851,7 @@ mod tests {
         let data = Arc::new(unsafe { ArrowData::new(schema, spec.export(Device::CPU)) });
         let root = data.root().unwrap();
         let owner: Owner = data.clone();
-        // SAFETY (here and below): `owner` is the Arc holding the array.
+        // SAFETY: `owner` is the Arc holding the array (the same below).
         let t = unsafe {
             root.values_tensor(
                 1,
