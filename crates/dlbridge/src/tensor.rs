@@ -122,7 +122,17 @@ impl Tensor {
 
     /// A host tensor that owns `values`, C-contiguous with `shape`.
     pub fn from_vec<T: Element>(values: Vec<T>, shape: &[i64]) -> Result<Self> {
-        let layout = Layout::contiguous(shape, std::mem::size_of::<T>())?;
+        // Element promises this; checked so that a wrong promise cannot make the tensor claim
+        // more bytes than the vector holds.
+        let size = std::mem::size_of::<T>();
+        if size != T::DTYPE.itemsize() {
+            return Err(Error::InvalidArgument(format!(
+                "a Rust type of {size} bytes cannot hold {} items of {} bytes",
+                T::DTYPE,
+                T::DTYPE.itemsize()
+            )));
+        }
+        let layout = Layout::contiguous(shape, size)?;
         if layout.size() != values.len() {
             return Err(Error::InvalidArgument(format!(
                 "shape {shape:?} holds {} elements but {} were given",
@@ -496,6 +506,11 @@ mod tests {
             );
         }
         assert_eq!(t.as_slice::<u8>().unwrap(), &[1, 2, 3]);
+        let wrong = Tensor::from_vec(vec![Big([0; 32])], &[1]);
+        assert!(
+            matches!(&wrong, Err(Error::InvalidArgument(m)) if m.contains("cannot hold uint8")),
+            "{wrong:?}"
+        );
     }
 
     #[test]
