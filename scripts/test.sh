@@ -7,7 +7,12 @@
 #   1. cargo fmt --all -- --check
 #   2. cargo clippy --workspace --all-targets --all-features -- -D warnings
 #      cargo clippy -p dlbridge --all-targets -- -D warnings   (the pure-Rust build)
+#      the ABI check: dlbridge's "pyo3" feature must not choose pyo3's abi3 (only the
+#      wheel's cdylib does), so that extensions depending on dlbridge keep their own choice
 #   3. cargo test --workspace --exclude dlbridge-py --all-features
+#      cargo test -p dlbridge --no-default-features   (no CUDA loader, no Python)
+#      bash scripts/asan_test.sh: the core's unit tests under AddressSanitizer (nightly;
+#      skipped loudly without it; DLBRIDGE_SKIP_ASAN=1 skips it)
 #      bash scripts/fuzz_smoke.sh (30 s per fuzz target; DLBRIDGE_SKIP_FUZZ=1 skips it)
 #      (dlbridge-py is a cdylib built with pyo3's extension-module: its test harness
 #      cannot link against libpython; it is covered by clippy and by pytest)
@@ -44,11 +49,26 @@ step cargo fmt --all -- --check
 step cargo clippy --workspace --all-targets --all-features -- -D warnings
 step cargo clippy -p dlbridge --all-targets -- -D warnings
 
+# pyo3's ABI is the extension's choice: dlbridge's "pyo3" feature must turn on no abi3*.
+no_abi3_from_dlbridge() {
+    local tree
+    tree="$(cargo tree -p dlbridge --features pyo3 -e features -i pyo3)"
+    if grep abi3 <<<"$tree"; then
+        echo "test.sh: dlbridge's pyo3 feature turns on pyo3's abi3 (above); only crates/dlbridge-py may" >&2
+        return 1
+    fi
+}
+step no_abi3_from_dlbridge
+
 # Rust tests with the "pyo3" feature link libpython: load the one the venv was made from.
 PY_LIBDIR="$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") or "")')"
 # shellcheck disable=SC2031  # a prefix assignment for this one command, on purpose
 LD_LIBRARY_PATH="$PY_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     step cargo test --workspace --exclude dlbridge-py --all-features
+step cargo test -p dlbridge --no-default-features
+
+# The core's unit tests under AddressSanitizer (nightly), in their own target directory.
+[ "${DLBRIDGE_SKIP_ASAN:-0}" = 1 ] || step bash scripts/asan_test.sh
 
 # A short run of every fuzz target from its committed corpus (nightly, AddressSanitizer).
 [ "${DLBRIDGE_SKIP_FUZZ:-0}" = 1 ] || step bash scripts/fuzz_smoke.sh "${DLBRIDGE_FUZZ_SECONDS:-30}"

@@ -1,4 +1,8 @@
 //! The one error type of dlbridge. Every variant knows which Python exception it becomes.
+//!
+//! Messages describe the data and what it needs (a copy, host memory, a newer DLPack version),
+//! in no particular API's words: the Python layer adds the keyword that gets it (`copy=True`,
+//! `device="cpu"`, `max_version=...`) when it raises.
 
 use std::str::FromStr;
 
@@ -20,7 +24,7 @@ pub enum ErrorKind {
 #[non_exhaustive]
 pub enum Error {
     /// A versioned managed tensor of a major version this library does not speak.
-    #[error("DLPack version {major}.{minor} is not supported (this consumer speaks 1.x); upgrade dlbridge or ask the producer for max_version=(1, 3)")]
+    #[error("DLPack version {major}.{minor} is not supported (this consumer speaks 1.x)")]
     UnsupportedVersion {
         /// Major version found.
         major: u32,
@@ -40,13 +44,13 @@ pub enum Error {
         reason: String,
     },
     /// The consumer's negotiated DLPack version predates the dtype.
-    #[error("dtype {dtype} needs DLPack 1.{needed_minor} but the consumer asked for {asked}; the consumer must pass max_version=(1, {needed_minor}) or newer, or convert the data first")]
+    #[error("dtype {dtype} needs DLPack 1.{needed_minor} but the consumer asked for {asked}")]
     DTypeNeedsNewerVersion {
         /// dtype name.
         dtype: String,
         /// Minor version of major 1 that introduced it.
         needed_minor: u32,
-        /// What the consumer asked for, as text.
+        /// What the consumer asked for, as text ("a legacy capsule", "DLPack 1.0").
         asked: String,
     },
     /// A buffer-protocol format or typestr without a DLPack equivalent.
@@ -58,7 +62,7 @@ pub enum Error {
         reason: String,
     },
     /// Arrow data with nulls, which DLPack has no way to mark.
-    #[error("the Arrow array (format {format:?}) has {count} {what}, which DLPack cannot represent (it has no validity bitmap); fill them with dlbridge.from_arrow(x, fill_null=0) or pyarrow.compute.fill_null(x, 0), get the values with a validity mask from dlbridge.from_arrow(x, with_validity=True), or convert with x.to_numpy(zero_copy_only=False), which turns them into NaN")]
+    #[error("the Arrow array (format {format:?}) has {count} {what}, which DLPack cannot represent (it has no validity bitmap)")]
     Nulls {
         /// The Arrow format string of the array (or of the tensor cells' values).
         format: String,
@@ -68,7 +72,7 @@ pub enum Error {
         what: &'static str,
     },
     /// Non-native byte order (DLPack is native-endian only).
-    #[error("{what} has non-native byte order; DLPack data is always native-endian: convert it first (e.g. arr.astype(arr.dtype.newbyteorder('=')))")]
+    #[error("{what} has non-native byte order; DLPack data is always native-endian")]
     NonNativeByteOrder {
         /// What was found.
         what: String,
@@ -77,19 +81,19 @@ pub enum Error {
     #[error("invalid layout: {0}")]
     InvalidLayout(String),
     /// A read-only tensor asked for through a legacy capsule, which cannot carry the flag.
-    #[error("the tensor is read-only and a legacy DLPack capsule cannot say so; ask with max_version=(1, 0) or newer, or pass copy=True for a writable copy")]
+    #[error("the tensor is read-only and a legacy DLPack capsule cannot say so")]
     ReadOnlyLegacy,
     /// A write access was requested on read-only memory.
-    #[error("the tensor is read-only; request read-only access or make a copy with copy=True")]
+    #[error("the tensor is read-only")]
     ReadOnly,
-    /// `copy=False` but the exchange needs a copy.
-    #[error("a copy is needed ({reason}) but copy=False was given; pass copy=None or copy=True")]
+    /// The exchange needs a copy, and the caller ruled copies out (`copy=False` in Python).
+    #[error("a copy is needed ({reason}) and copying is not allowed")]
     CopyRequired {
         /// Why a copy is needed.
         reason: String,
     },
     /// The memory is not reachable from the host CPU.
-    #[error("the data is on {device}, which the host CPU cannot access; pass device=\"cpu\" to copy it to the host")]
+    #[error("the data is on {device}, which the host CPU cannot access")]
     NotHostAccessible {
         /// Where the data is.
         device: Device,

@@ -168,9 +168,7 @@ impl Tensor {
             return Err(Error::DTypeNeedsNewerVersion {
                 dtype: self.dtype().name(),
                 needed_minor: needed,
-                asked: asked.map_or("a legacy capsule".to_owned(), |m| {
-                    format!("max_version=(1, {m})")
-                }),
+                asked: asked.map_or("a legacy capsule".to_owned(), |m| format!("DLPack 1.{m}")),
             });
         }
         if flavor == Flavor::Legacy && self.readonly() {

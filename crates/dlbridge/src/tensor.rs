@@ -54,14 +54,57 @@ unsafe impl Send for Tensor {}
 // SAFETY: see above.
 unsafe impl Sync for Tensor {}
 
-/// Rust element types that may be viewed in place (every bit pattern is a valid value).
-pub trait Element: Copy + Send + Sync + 'static {
+/// Rust element types that may be viewed in place: [`Tensor::as_slice`] and [`Tensor::to_vec`]
+/// read a tensor's memory of dtype [`Element::DTYPE`] as values of `Self`.
+///
+/// # Safety
+/// An implementation promises, for the bytes of one item of `DTYPE`:
+/// - `size_of::<Self>()` equals `DTYPE.itemsize()`, and `align_of::<Self>()` is the alignment
+///   such items have (the element's natural alignment, never more than its size);
+/// - every bit pattern of that size is a valid `Self`: no padding bytes, no niches (`bool`,
+///   `char`, enums, references, `NonZero*` are not elements);
+/// - `Self` has no interior mutability (no `Cell`, `UnsafeCell` or atomics): views are shared
+///   borrows of memory that other tensors may also read.
+///
+/// The typed views check size and alignment again at run time (a mismatch is an error), but
+/// the other promises cannot be checked. A newtype over a primitive keeps them:
+///
+/// ```
+/// use dlbridge::{DType, Element, Tensor};
+///
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// #[repr(transparent)]
+/// struct Meters(f64);
+/// // SAFETY: `repr(transparent)` over f64: the size, alignment and valid bit patterns of float64.
+/// unsafe impl Element for Meters {
+///     const DTYPE: DType = DType::FLOAT64;
+/// }
+///
+/// let t = Tensor::from_vec(vec![1.5f64, 2.0], &[2])?;
+/// assert_eq!(t.as_slice::<Meters>()?, &[Meters(1.5), Meters(2.0)]);
+/// # Ok::<(), dlbridge::Error>(())
+/// ```
+///
+/// A safe `impl` does not compile:
+///
+/// ```compile_fail,E0200
+/// #[derive(Clone, Copy)]
+/// struct Big([u8; 32]);
+/// impl dlbridge::Element for Big {
+///     const DTYPE: dlbridge::DType = dlbridge::DType::UINT8;
+/// }
+/// ```
+pub unsafe trait Element: Copy + Send + Sync + 'static {
     /// The matching dtype.
     const DTYPE: DType;
 }
 
 macro_rules! element {
-    ($($t:ty => $d:ident),* $(,)?) => { $(impl Element for $t { const DTYPE: DType = DType::$d; })* };
+    ($($t:ty => $d:ident),* $(,)?) => { $(
+        // SAFETY: a primitive number of exactly the dtype's size and natural alignment, valid
+        // for every bit pattern, without interior mutability.
+        unsafe impl Element for $t { const DTYPE: DType = DType::$d; }
+    )* };
 }
 element!(
     i8 => INT8, i16 => INT16, i32 => INT32, i64 => INT64,
@@ -86,7 +129,17 @@ impl Tensor {
 
     /// A host tensor that owns `values`, C-contiguous with `shape`.
     pub fn from_vec<T: Element>(values: Vec<T>, shape: &[i64]) -> Result<Self> {
-        let layout = Layout::contiguous(shape, std::mem::size_of::<T>())?;
+        // Element promises this; checked so that a wrong promise cannot make the tensor claim
+        // more bytes than the vector holds.
+        let size = std::mem::size_of::<T>();
+        if size != T::DTYPE.itemsize() {
+            return Err(Error::InvalidArgument(format!(
+                "a Rust type of {size} bytes cannot hold {} items of {} bytes",
+                T::DTYPE,
+                T::DTYPE.itemsize()
+            )));
+        }
+        let layout = Layout::contiguous(shape, size)?;
         if layout.size() != values.len() {
             return Err(Error::InvalidArgument(format!(
                 "shape {shape:?} holds {} elements but {} were given",
@@ -94,7 +147,13 @@ impl Tensor {
                 values.len()
             )));
         }
-        let data = values.as_ptr() as *mut c_void;
+        let mut values = Arc::new(values);
+        // Derived after the move into the owner, through a unique borrow: the pointer carries
+        // write permission for the writes a mutable consumer makes later.
+        let data = Arc::get_mut(&mut values)
+            .expect("a new Arc is unique")
+            .as_mut_ptr()
+            .cast::<c_void>();
         Ok(Self {
             data,
             byte_offset: 0,
@@ -104,7 +163,7 @@ impl Tensor {
             readonly: false,
             is_copied: true,
             subbyte_padded: false,
-            owner: Arc::new(values),
+            owner: values,
         })
     }
 
@@ -112,8 +171,10 @@ impl Tensor {
     ///
     /// # Safety
     /// For as long as `owner` lives, `data + byte_offset` plus every element offset of `layout`
-    /// (times the item size of `dtype`) must address valid memory of `device`, writable unless
-    /// `readonly` is true.
+    /// (times the item size of `dtype`) must address valid, initialised memory of `device`,
+    /// writable unless `readonly` is true. `is_copied` claims that nobody else aliases the memory
+    /// (a tensor that has it may be made writable, [`Tensor::into_writable_copy`]): with
+    /// `is_copied` true the memory must be writable and aliased by no one outside `owner`.
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn from_raw_parts(
         data: *mut c_void,
@@ -271,8 +332,11 @@ impl Tensor {
         if self.size() == 0 {
             return Ok(&[]);
         }
-        // SAFETY: host-accessible, aligned, C-contiguous memory of `size` elements of T, valid
-        // while `self` (and so its owner) lives; every bit pattern is a valid T (Element).
+        // SAFETY: `check_view` made sure the memory is host-accessible, holds `T::DTYPE` items
+        // of exactly `size_of::<T>()` bytes each, starts at an address aligned for `T`, and that
+        // `size` items span at most `isize::MAX` bytes. Being C-contiguous, the layout reaches
+        // exactly `size` consecutive items from the first, all valid while `self` (and so its
+        // owner) lives; every bit pattern is a valid `T` (Element's contract).
         Ok(unsafe { std::slice::from_raw_parts(self.data_ptr() as *const T, self.size()) })
     }
 
@@ -302,12 +366,17 @@ impl Tensor {
         let mut out = Vec::with_capacity(self.size());
         crate::layout::for_each_offset(&self.layout, |offset| {
             // SAFETY: the layout was validated against this memory; `offset` is an element
-            // offset it reaches, and the data is host-accessible and aligned for T.
+            // offset it reaches, the data is host-accessible, the items are `size_of::<T>()`
+            // bytes and the first is aligned for T (check_view), so every reached one is too.
             out.push(unsafe { *(self.data_ptr() as *const T).offset(offset as isize) });
         });
         Ok(out)
     }
 
+    /// The checks every typed view makes before reading memory as `T`: host memory, the dtype
+    /// `T` names, one `T` per stored item, and a first element aligned for `T`. Size and
+    /// alignment are checked although [`Element`] promises them, so that a wrong promise is an
+    /// error rather than an out-of-bounds or misaligned read.
     fn check_view<T: Element>(&self) -> Result<()> {
         if !self.device.is_host_accessible() {
             return Err(Error::NotHostAccessible {
@@ -321,9 +390,25 @@ impl Tensor {
                 T::DTYPE
             )));
         }
-        if !self.is_aligned() {
+        // One `T` per stored item, and the items no more than `isize::MAX` bytes (a slice's
+        // limit); packed sub-byte items fail here, their bytes being fewer than their items.
+        let size = std::mem::size_of::<T>();
+        let bytes = self.size().checked_mul(size);
+        if size != self.itemsize()
+            || bytes != Some(self.nbytes())
+            || self.nbytes() > isize::MAX as usize
+        {
+            return Err(Error::InvalidArgument(format!(
+                "a Rust type of {size} bytes cannot view the {} items of this tensor ({} items in {} bytes)",
+                self.dtype,
+                self.size(),
+                self.nbytes()
+            )));
+        }
+        let align = std::mem::align_of::<T>();
+        if !self.is_aligned() || self.size() > 0 && self.data_ptr() % align != 0 {
             return Err(Error::CopyRequired {
-                reason: "the data is not aligned to its item size".to_owned(),
+                reason: format!("the data is not aligned to {align} bytes"),
             });
         }
         Ok(())
@@ -381,5 +466,81 @@ mod tests {
         assert!(Tensor::from_vec(vec![1u8, 2, 3], &[2, 2]).is_err());
         assert_eq!(t.nbytes(), 48);
         assert!(t.is_copied() && !t.readonly());
+    }
+
+    /// 32 bytes that claim to be one `uint8`: a broken `Element` implementation.
+    #[derive(Clone, Copy)]
+    struct Big(#[allow(dead_code)] [u8; 32]);
+    // SAFETY: deliberately false (the size is not uint8's), to show the views refuse it.
+    unsafe impl Element for Big {
+        const DTYPE: DType = DType::UINT8;
+    }
+
+    /// A one-byte value aligned to 64 bytes (so 64 bytes large) that claims to be a `uint8`.
+    #[derive(Clone, Copy)]
+    #[repr(align(64))]
+    struct Aligned64(#[allow(dead_code)] u8);
+    // SAFETY: deliberately false (size and alignment are not uint8's), as above.
+    unsafe impl Element for Aligned64 {
+        const DTYPE: DType = DType::UINT8;
+    }
+
+    #[test]
+    fn views_refuse_a_type_of_another_size_or_alignment() {
+        let t = Tensor::from_vec(vec![1u8, 2, 3], &[3]).unwrap();
+        for err in [
+            t.as_slice::<Big>().err(),
+            t.to_vec::<Big>().err(),
+            t.as_slice::<Aligned64>().err(),
+            t.to_vec::<Aligned64>().err(),
+        ] {
+            assert!(
+                matches!(&err, Some(Error::InvalidArgument(m)) if m.contains("cannot view the uint8 items")),
+                "{err:?}"
+            );
+        }
+        assert_eq!(t.as_slice::<u8>().unwrap(), &[1, 2, 3]);
+        let wrong = Tensor::from_vec(vec![Big([0; 32])], &[1]);
+        assert!(
+            matches!(&wrong, Err(Error::InvalidArgument(m)) if m.contains("cannot hold uint8")),
+            "{wrong:?}"
+        );
+    }
+
+    #[test]
+    fn views_refuse_misaligned_data() {
+        let bytes = Tensor::from_vec(vec![0u64; 3], &[3]).unwrap();
+        // SAFETY: 16 bytes from byte 1 of a 24-byte buffer that `owner` keeps alive, writable.
+        let shifted = unsafe {
+            Tensor::from_raw_parts(
+                bytes.raw_data(),
+                1,
+                Device::CPU,
+                DType::FLOAT64,
+                Layout::contiguous(&[2], 8).unwrap(),
+                false,
+                false,
+                bytes.owner().clone(),
+            )
+        }
+        .unwrap();
+        assert!(matches!(
+            shifted.as_slice::<f64>(),
+            Err(Error::CopyRequired { .. })
+        ));
+        assert!(matches!(
+            shifted.to_vec::<f64>(),
+            Err(Error::CopyRequired { .. })
+        ));
+    }
+
+    #[test]
+    fn from_vec_memory_is_writable_through_its_data_pointer() {
+        let t = Tensor::from_vec(vec![1i32, 2, 3], &[3]).unwrap();
+        let data = t.raw_data().cast::<i32>();
+        // SAFETY: `t` alone owns the vector (is_copied, writable) and no view of it is alive;
+        // the pointer was derived with write permission after the vector moved into its owner.
+        unsafe { data.add(1).write(20) };
+        assert_eq!(t.as_slice::<i32>().unwrap(), &[1, 20, 3]);
     }
 }

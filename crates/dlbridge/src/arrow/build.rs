@@ -180,7 +180,13 @@ unsafe extern "C" fn release_array(array: *mut ArrowArray) {
 
 impl ArraySpec {
     /// Build the C struct for memory on `device` (CPU is published with Arrow's id -1).
-    pub fn export(self, device: Device) -> OwnedArray {
+    ///
+    /// # Safety
+    /// A consumer reads the buffers as the schema paired with this array describes them: every
+    /// address in `buffers` (and in the children's) must be NULL where the format allows it or
+    /// point to memory of `device` holding at least the bytes that format, `offset` and `length`
+    /// imply, valid until `owner` is dropped.
+    pub unsafe fn export(self, device: Device) -> OwnedArray {
         let device_id = if device.kind == DeviceType::CPU {
             -1
         } else {

@@ -263,7 +263,8 @@ fn read(
     let tensor = if ty.packed_bool {
         node.unpack_bools(physical, layout)?
     } else {
-        node.values_tensor(physical, layout, ty.dtype, owner)?
+        // SAFETY: `owner` holds the array `node` belongs to (see `import_arrow`).
+        unsafe { node.values_tensor(physical, layout, ty.dtype, owner) }?
     };
     let validity = match mask {
         None => None,

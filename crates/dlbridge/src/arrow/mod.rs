@@ -439,7 +439,8 @@ mod tests {
         let exported = export(t, options).unwrap();
         let (copied, field) = (exported.copied, exported.schema.clone());
         let schema = Arc::new(exported.schema.export().unwrap());
-        // SAFETY: the export's schema describes its array.
+        // SAFETY: the export's schema describes its array, whose buffers are the tensor's
+        // memory (or a copy) kept alive by the owner it carries.
         let data = unsafe { ArrowData::new(schema, exported.array.export(exported.device)) };
         (tensor_from_arrow(data, None).unwrap(), copied, field)
     }
@@ -658,7 +659,7 @@ mod tests {
                 }],
                 ..ArraySpec::default()
             };
-            // SAFETY: the schema describes the array.
+            // SAFETY: the schema describes the array, whose buffers are static data.
             unsafe { ArrowData::new(schema.clone(), array.export(Device::CPU)) }
         };
         assert!(tensor_from_arrow(data(&schema), None)

@@ -156,7 +156,9 @@ unsafe extern "C" fn stream_get_next(stream: *mut ArrowArrayStream, out: *mut Ar
         // SAFETY: `out` is the consumer's storage; the end of the stream is a released array.
         None => unsafe { ptr::write(out, ArrowArray::released()) },
         Some(chunk) => {
-            let array = chunk.export(Device::CPU);
+            // SAFETY: the chunk's buffers were vouched for when the stream was made
+            // (`export_stream`'s contract).
+            let array = unsafe { chunk.export(Device::CPU) };
             // SAFETY: `out` is the consumer's storage; a CPU array always moves.
             if let Err(e) = unsafe { array.move_into(out) } {
                 private.last_error = CString::new(e.to_string()).ok();
@@ -182,14 +184,18 @@ unsafe extern "C" fn device_stream_get_next(
         // SAFETY: `out` is the consumer's storage; the end of the stream is a released array
         // (every time it is asked again).
         None => unsafe { ptr::write(out, ArrowDeviceArray::released()) },
-        // SAFETY: `out` is the consumer's storage for one device array.
+        // SAFETY: `out` is the consumer's storage for one device array; the chunk's buffers
+        // were vouched for when the stream was made (`export_device_stream`'s contract).
         Some(chunk) => unsafe { chunk.export(private.device).move_into_device(out) },
     }
     0
 }
 
 /// A CPU stream that yields `chunks` (all described by `schema`), then ends.
-pub fn export_stream(schema: SchemaSpec, chunks: Vec<ArraySpec>) -> OwnedStream {
+///
+/// # Safety
+/// Every chunk must satisfy [`ArraySpec::export`]'s contract for `schema` and the CPU.
+pub unsafe fn export_stream(schema: SchemaSpec, chunks: Vec<ArraySpec>) -> OwnedStream {
     Owned(Box::new(ArrowArrayStream {
         get_schema: Some(stream_get_schema::<ArrowArrayStream>),
         get_next: Some(stream_get_next),
@@ -201,7 +207,10 @@ pub fn export_stream(schema: SchemaSpec, chunks: Vec<ArraySpec>) -> OwnedStream 
 
 /// A device stream that yields `chunks` (all described by `schema`, their buffers on
 /// `device`) as device arrays, then ends (a released array, as often as asked).
-pub fn export_device_stream(
+///
+/// # Safety
+/// Every chunk must satisfy [`ArraySpec::export`]'s contract for `schema` and `device`.
+pub unsafe fn export_device_stream(
     schema: SchemaSpec,
     chunks: Vec<ArraySpec>,
     device: Device,

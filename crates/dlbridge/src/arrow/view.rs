@@ -375,7 +375,11 @@ impl<'a> Node<'a> {
     /// `start` is the physical index (counted from the start of the buffer, so including the
     /// array's `offset`) of the tensor's first element; every element `layout` reaches must be
     /// an item of the buffer.
-    pub fn values_tensor(
+    ///
+    /// # Safety
+    /// `owner` must keep the array this node belongs to alive (for example, hold the `Arc` of
+    /// its [`ArrowData`]): the tensor points into the array's buffers and outlives this borrow.
+    pub unsafe fn values_tensor(
         self,
         start: i64,
         layout: Layout,
@@ -404,7 +408,7 @@ impl<'a> Node<'a> {
         };
         // The producer guarantees buffer 1 of this fixed-width array holds `offset + length`
         // items of `bits` bits (its schema describes it: ArrowData::new), alive until release,
-        // which `owner` delays. Arrow data is immutable: read-only.
+        // which `owner` delays (this function's contract). Arrow data is immutable: read-only.
         // SAFETY: `reached_items` checked every element the layout reaches is one of those items.
         unsafe {
             Tensor::from_raw_parts(

@@ -212,8 +212,10 @@ fn byte_range(t: &Tensor) -> (usize, usize) {
 /// last write wins.
 ///
 /// # Safety
-/// The call writes through `dst`'s memory, which other tensors or foreign arrays may alias: no
-/// other thread may read or write those elements while it runs (the rule `numpy.copyto` has).
+/// The call writes through `dst`'s memory, which other tensors or foreign arrays may alias (a
+/// `Tensor` is `Clone` and `Sync`, so the writes cannot be made exclusive by the borrow checker):
+/// no other thread may read or write those elements while it runs (the rule `numpy.copyto`
+/// has), and no shared view of them ([`Tensor::as_slice`], [`Tensor::host_bytes`]) may be alive.
 pub unsafe fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     if dst.readonly() {
         return Err(Error::ReadOnly);

@@ -25,16 +25,19 @@ pub(super) unsafe fn write_transposed_4<const B: usize>(
             let [r0, r1, r2, r3] = std::array::from_fn(|k| unsafe {
                 _mm_loadu_ps(buf[y0 + k].as_ptr().add(x0).cast::<f32>())
             });
-            let t0 = _mm_unpacklo_ps(r0, r1);
-            let t1 = _mm_unpacklo_ps(r2, r3);
-            let t2 = _mm_unpackhi_ps(r0, r1);
-            let t3 = _mm_unpackhi_ps(r2, r3);
-            let cols = [
-                _mm_movelh_ps(t0, t1),
-                _mm_movehl_ps(t1, t0),
-                _mm_movelh_ps(t2, t3),
-                _mm_movehl_ps(t3, t2),
-            ];
+            // SAFETY: register-only shuffles; SSE2 is part of the x86-64 baseline.
+            let cols = unsafe {
+                let t0 = _mm_unpacklo_ps(r0, r1);
+                let t1 = _mm_unpacklo_ps(r2, r3);
+                let t2 = _mm_unpackhi_ps(r0, r1);
+                let t3 = _mm_unpackhi_ps(r2, r3);
+                [
+                    _mm_movelh_ps(t0, t1),
+                    _mm_movehl_ps(t1, t0),
+                    _mm_movelh_ps(t2, t3),
+                    _mm_movehl_ps(t3, t2),
+                ]
+            };
             for (k, c) in cols.into_iter().enumerate() {
                 let at = (x0 + k) as isize * dst_a + y0 as isize;
                 // SAFETY: elements y0..y0 + 4 of destination line x0 + k (caller's contract).
@@ -63,8 +66,8 @@ pub(super) unsafe fn write_transposed_8<const B: usize>(
                     _mm_loadu_pd(buf[y0 + 1].as_ptr().add(x0).cast::<f64>()),
                 )
             };
-            let c0 = _mm_unpacklo_pd(r0, r1);
-            let c1 = _mm_unpackhi_pd(r0, r1);
+            // SAFETY: register-only shuffles; SSE2 is part of the x86-64 baseline.
+            let (c0, c1) = unsafe { (_mm_unpacklo_pd(r0, r1), _mm_unpackhi_pd(r0, r1)) };
             let at0 = x0 as isize * dst_a + y0 as isize;
             // SAFETY: elements y0..y0 + 2 of destination lines x0 and x0 + 1.
             unsafe {

@@ -66,7 +66,7 @@ pub fn route(from: Device, to: Device) -> Result<Route> {
         ));
     }
     let host_source = readable(from).ok_or_else(|| {
-        unsupported("dlbridge can read only host memory and CUDA memory; ask the producer for the device (from_dlpack(x, device=...)) or use its own transfer function")
+        unsupported("dlbridge can read only host memory and CUDA memory; ask the producer to move the data, or use its own transfer function")
     })?;
     match (host_source, to.kind) {
         (true, DeviceType::CPU | DeviceType::CUDA_HOST | DeviceType::CUDA_MANAGED) => {

@@ -277,7 +277,9 @@ pub fn export_array<'py>(
     }
     let exported = convert::export_named(tensor, &options(tensor, requested)?, dim_names)?;
     let schema = schema_capsule(py, exported.schema.export()?)?;
-    let array = exported.array.export(exported.device);
+    // SAFETY: `convert::export_named` built the array over the tensor's memory (or a copy) on
+    // `exported.device`, as its schema describes, kept alive by the owner the array carries.
+    let array = unsafe { exported.array.export(exported.device) };
     let array = if device {
         device_array_capsule(py, array)?
     } else {
@@ -300,7 +302,10 @@ pub fn export_stream_capsule<'py>(
         )));
     }
     let exported = convert::export_named(tensor, &options(tensor, requested)?, dim_names)?;
-    stream_capsule(py, export_stream(exported.schema, vec![exported.array]))
+    // SAFETY: as in `export_array`: the array is the tensor's memory (or a copy) on the CPU,
+    // as the schema describes, kept alive by its owner.
+    let stream = unsafe { export_stream(exported.schema, vec![exported.array]) };
+    stream_capsule(py, stream)
 }
 
 /// `__arrow_c_device_stream__`: a device stream of one chunk on the tensor's own device (the
@@ -312,7 +317,9 @@ pub fn export_device_stream_capsule<'py>(
     requested: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let exported = convert::export_named(tensor, &options(tensor, requested)?, dim_names)?;
-    let stream = export_device_stream(exported.schema, vec![exported.array], exported.device);
+    // SAFETY: as in `export_array`, on `exported.device`.
+    let stream =
+        unsafe { export_device_stream(exported.schema, vec![exported.array], exported.device) };
     device_stream_capsule(py, stream)
 }
 

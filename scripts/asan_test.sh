@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The core crate's unit tests under AddressSanitizer (nightly), so that an out-of-bounds
+# access, a use-after-free or a leak in library code fails the run:
+#   bash scripts/asan_test.sh [TEST FILTER...]
+#
+# Builds into "${CARGO_TARGET_DIR:-target}/asan" (its own directory: the sanitizer flags do
+# not invalidate the normal build) for the host target given explicitly, as
+# -Zsanitizer=address requires. Runs `cargo test -p dlbridge --lib` with the default features
+# (no "pyo3": those tests load libpython, which is not built with the sanitizer).
+# LeakSanitizer is on (ASan's default on Linux): a test that leaks fails too.
+#
+# Needs a nightly toolchain ($DLBRIDGE_ASAN_TOOLCHAIN, default "nightly"); without one the
+# run is skipped loudly, as scripts/fuzz_smoke.sh does.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+
+TOOLCHAIN="${DLBRIDGE_ASAN_TOOLCHAIN:-nightly}"
+
+if ! cargo "+$TOOLCHAIN" --version >/dev/null 2>&1; then
+    printf 'asan_test: SKIPPED: no %s toolchain (rustup toolchain install %s to run it)\n' \
+        "$TOOLCHAIN" "$TOOLCHAIN" >&2
+    exit 0
+fi
+
+HOST="$(rustc "+$TOOLCHAIN" -vV | sed -n 's/^host: //p')"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}/asan"
+export RUSTFLAGS="-Zsanitizer=address"
+export RUSTDOCFLAGS="-Zsanitizer=address"
+exec cargo "+$TOOLCHAIN" test -p dlbridge --lib --target "$HOST" -- "$@"
