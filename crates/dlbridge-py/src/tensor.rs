@@ -17,7 +17,8 @@ use crate::types::{parse_device, PyDType, PyDevice};
 
 /// An owned, validated view of array memory, and the names of its dimensions when an Arrow
 /// `fixed_shape_tensor` gave them (kept here, not in the Rust tensor, so that no other import
-/// or export does any work for them).
+/// or export does any work for them). Tensors pickle (zero-copy out of band with protocol 5 and
+/// a `buffer_callback`); `dlbridge.to_shared` makes one that `multiprocessing` sends as a handle.
 #[pyclass(name = "Tensor", module = "dlbridge", frozen)]
 pub struct PyTensor(pub Tensor, pub DimNames);
 
