@@ -45,7 +45,7 @@ def out_of_band(t, protocol=5):
 
 # ----------------------------------------------------------------------------- out of band
 def test_protocol5_sends_data_out_of_band_and_loads_zero_copy():
-    a = np.arange(1 << 16, dtype=np.float32)
+    a = np.arange(1 << 24, dtype=np.float32)  # 64 MiB
     t = dlbridge.from_dlpack(a)
     data, buffers = out_of_band(t)
     assert len(data) < 1024

@@ -237,7 +237,7 @@ def test_worker_killed_with_sigkill_leaks_nothing(method, no_leaks):
 
 def test_dataloader_workers_yield_tensors(no_leaks):
     torch = pytest.importorskip("torch")
-    from torch.utils.data import DataLoader, Dataset
+    from torch.utils.data import DataLoader
 
     loader = DataLoader(TensorDataset(), batch_size=None, num_workers=2)
     items = list(loader)
@@ -247,7 +247,19 @@ def test_dataloader_workers_yield_tensors(no_leaks):
         assert is_shared(item) is (i % 2 == 1)
         assert np.array_equal(np.from_dlpack(item), np.full((2, 3), i, dtype=np.float32))
     assert torch.equal(torch.from_dlpack(items[3]), torch.full((2, 3), 3.0))
-    del items, loader, Dataset
+    del items, loader
+
+
+def test_dataloader_batches_of_tensors_with_a_collate_that_keeps_them(no_leaks):
+    pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    loader = DataLoader(TensorDataset(), batch_size=4, num_workers=2, collate_fn=list)
+    batches = list(loader)
+    assert [len(b) for b in batches] == [4, 2]
+    values = [np.from_dlpack(t)[0, 0] for batch in batches for t in batch]
+    assert values == [0, 1, 2, 3, 4, 5]
+    del batches, loader
 
 
 class TensorDataset:
