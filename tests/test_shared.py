@@ -105,6 +105,12 @@ def make_shared_and_send(queue, done):
     done.wait(20)  # the parent takes the descriptor from this process' resource sharer
 
 
+def share_and_wait_to_be_killed(queue):
+    s = dlbridge.to_shared(np.arange(1 << 16, dtype=np.uint8))
+    queue.put(os.readlink(f"/proc/self/fd/{dlbridge._native._shared_handle(s)[1]}"))
+    time.sleep(60)
+
+
 def hold_until_killed(t, ready):
     np.from_dlpack(t)[-1] = 5
     ready.set()
@@ -117,6 +123,7 @@ def test_to_shared_copies_into_a_memfd(no_leaks):
     s = dlbridge.to_shared(a)
     assert isinstance(s, dlbridge.Tensor)
     assert (s.shape, s.dtype, s.strides, s.readonly) == ((3, 4), "float32", (4, 1), False)
+    assert not s.is_copied  # other processes may alias it
     assert s.data_ptr != a.ctypes.data
     assert np.array_equal(np.from_dlpack(s), a)
     assert is_shared(s) and memfds() >= 1
@@ -233,6 +240,19 @@ def test_worker_killed_with_sigkill_leaks_nothing(method, no_leaks):
     assert child.exitcode == -signal.SIGKILL
     assert np.from_dlpack(s)[-1] == 5
     del s
+
+
+@pytest.mark.parametrize("method", START_METHODS)
+def test_killed_creator_leaves_no_file(method, no_leaks):
+    context = multiprocessing.get_context(method)
+    queue = context.Queue()
+    child = context.Process(target=share_and_wait_to_be_killed, args=(queue,))
+    child.start()
+    target = queue.get(timeout=30)
+    assert target.startswith("/memfd:dlbridge")  # anonymous: no path anyone must unlink
+    os.kill(child.pid, signal.SIGKILL)
+    child.join(30)
+    assert child.exitcode == -signal.SIGKILL
 
 
 def test_dataloader_workers_yield_tensors(no_leaks):

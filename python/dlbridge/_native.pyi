@@ -299,7 +299,8 @@ def to_shared(x: Any, /) -> Tensor:
     Host data is copied once into anonymous shared memory (a Linux memfd: no file in
     ``/dev/shm``, freed by the kernel when the last process using it ends, also when killed);
     the result keeps the layout (C order for non-contiguous sources), ``dim_names`` and
-    read-only flag of ``x``. CUDA device data is shared in place through CUDA IPC: the source
+    read-only flag of ``x``, and ``is_copied`` is False (other processes may alias it). CUDA
+    device data is shared in place through CUDA IPC: the source
     must outlive every receiver. Plain ``pickle`` of the result still writes the data. Other
     devices, and systems other than Linux, raise BufferError.
     """
