@@ -376,8 +376,8 @@ impl PyTensor {
         Bound::new(slf.py(), PyTensor(copy, slf.get().1.clone()))
     }
 
-    /// Pickle support: the data travels out of band with protocol 5 and a `buffer_callback`
-    /// (zero-copy), in band otherwise (see `dlbridge.python.pickle` in the Rust crate).
+    /// Pickle support: `(reconstructor, (data, metadata))`. The data travels out of band with
+    /// protocol 5 and a `buffer_callback` (zero-copy), in band otherwise.
     fn __reduce_ex__<'py>(slf: &Bound<'py, Self>, protocol: i64) -> PyResult<Bound<'py, PyTuple>> {
         let py = slf.py();
         let rebuild = py.import("dlbridge._native")?.getattr("_rebuild")?;
