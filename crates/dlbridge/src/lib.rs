@@ -24,6 +24,10 @@
 //! ([`python::module::register`]), so other PyO3 extensions share one implementation.
 //!
 //! The modules form layers that import only downwards; docs/ARCHITECTURE.md draws them.
+//!
+//! Across processes: [`wire`] turns a tensor into one run of bytes plus a description that a
+//! receiver checks before viewing bytes it was handed; `shared` (Linux) puts a tensor in a memfd
+//! another process can map; [`cuda`] exports device memory through CUDA IPC.
 
 pub mod arrow;
 pub mod copy;
@@ -38,7 +42,10 @@ pub mod layout;
 pub mod managed;
 #[cfg(feature = "pyo3")]
 pub mod python;
+#[cfg(target_os = "linux")]
+pub mod shared;
 pub mod tensor;
+pub mod wire;
 
 pub use copy::Order;
 pub use device::{Device, DeviceType};

@@ -15,8 +15,8 @@ const LAYERS: &[(&str, &[&str])] = &[
         "value types",
         &["dims", "device", "error", "dtype", "layout"],
     ),
-    ("tensor", &["tensor"]),
-    ("copies and devices", &["copy", "cuda"]),
+    ("tensor", &["tensor", "wire"]),
+    ("copies and devices", &["copy", "cuda", "shared"]),
     ("protocols", &["managed", "export", "arrow"]),
     ("python", &["python"]),
 ];

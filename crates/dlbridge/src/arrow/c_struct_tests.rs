@@ -92,7 +92,7 @@ fn single_child_and_metadata_value_agree_with_the_full_readers() {
             ..ArraySpec::default()
         };
         let schema = Arc::new(schema);
-            // SAFETY: the schema describes the array, whose buffers are NULL or `VALUES`.
+        // SAFETY: the schema describes the array, whose buffers are NULL or `VALUES`.
         let data = unsafe { ArrowData::new(schema, values.export(Device::CPU)) };
         let root = data.root().unwrap();
         let nodes = root.children().unwrap();
@@ -171,8 +171,8 @@ static VALUES: [f32; 4] = [1.0, 2.0, 3.0, 4.0];
 #[test]
 fn array_release_drops_owner_once_and_device_move_zeroes_reserved() {
     let drops = Arc::new(AtomicUsize::new(0));
-        // SAFETY: the buffers are NULL or the static `VALUES` (4 floats).
-        let array = unsafe { counted_array(&drops, &VALUES).export(Device::CPU) };
+    // SAFETY: the buffers are NULL or the static `VALUES` (4 floats).
+    let array = unsafe { counted_array(&drops, &VALUES).export(Device::CPU) };
     assert_eq!(array.device().unwrap(), Device::CPU);
     let mut storage = ArrowDeviceArray::released();
     storage.reserved = [7; 3];
@@ -196,28 +196,28 @@ fn values_tensor_checks_every_reached_item() {
     let mut spec = counted_array(&drops, &VALUES);
     spec.offset = 1;
     spec.length = 3;
-        // SAFETY: the schema describes the array, whose values are the static `VALUES`.
+    // SAFETY: the schema describes the array, whose values are the static `VALUES`.
     let data = Arc::new(unsafe { ArrowData::new(schema, spec.export(Device::CPU)) });
     let root = data.root().unwrap();
     let owner: Owner = data.clone();
-        // SAFETY: `owner` is the Arc holding the array (the same below).
-        let t = unsafe {
-            root.values_tensor(
+    // SAFETY: `owner` is the Arc holding the array (the same below).
+    let t = unsafe {
+        root.values_tensor(
             1,
             Layout::contiguous(&[3], 4).unwrap(),
             DType::FLOAT32,
             owner.clone(),
         )
-        }
-        .unwrap();
+    }
+    .unwrap();
     assert_eq!(t.to_vec::<f32>().unwrap(), vec![2.0, 3.0, 4.0]);
     assert!(t.readonly());
     let too_far = Layout::contiguous(&[4], 4).unwrap();
-        // SAFETY: as above.
-        assert!(unsafe { root.values_tensor(1, too_far, DType::FLOAT32, owner.clone()) }.is_err());
+    // SAFETY: as above.
+    assert!(unsafe { root.values_tensor(1, too_far, DType::FLOAT32, owner.clone()) }.is_err());
     let wrong_type = Layout::contiguous(&[2], 8).unwrap();
-        // SAFETY: as above.
-        assert!(unsafe { root.values_tensor(0, wrong_type, DType::FLOAT64, owner) }.is_err());
+    // SAFETY: as above.
+    assert!(unsafe { root.values_tensor(0, wrong_type, DType::FLOAT64, owner) }.is_err());
     assert_eq!(root.count_nulls(0, 3, 2).unwrap(), 0);
     drop(t);
 
@@ -237,8 +237,8 @@ fn bools_unpack_and_nulls_count_from_bitmaps() {
         buffers: vec![BITS.as_ptr().cast(), BITS.as_ptr().cast()],
         ..ArraySpec::default()
     };
-        // SAFETY: the schema describes the array, whose buffers are the static `BITS` (bitmaps
-        // of 10 bits).
+    // SAFETY: the schema describes the array, whose buffers are the static `BITS` (bitmaps
+    // of 10 bits).
     let data = unsafe { ArrowData::new(schema, spec.export(Device::CPU)) };
     let root = data.root().unwrap();
     let t = root
@@ -261,7 +261,7 @@ fn stream_yields_schema_chunks_then_end() {
         counted_array(&drops, &VALUES),
     ];
     let mut storage = ArrowArrayStream::released();
-        // SAFETY: `storage` is writable; the chunks' buffers are the static `VALUES`.
+    // SAFETY: `storage` is writable; the chunks' buffers are the static `VALUES`.
     unsafe { export_stream(SchemaSpec::new("f", "", 0), chunks).move_into(&mut storage) };
     // SAFETY: a live stream.
     let mut stream = unsafe { OwnedStream::take(&mut storage) }.unwrap();
@@ -280,8 +280,8 @@ fn device_stream_yields_device_arrays_then_released_ones() {
     let device = Device::new(DeviceType::CUDA, 1);
     let chunks = vec![counted_array(&drops, &VALUES)];
     let mut storage = ArrowDeviceArrayStream::released();
-        // SAFETY: `storage` is writable; the chunk's buffers are the static `VALUES` (never read:
-        // the test only moves the array).
+    // SAFETY: `storage` is writable; the chunk's buffers are the static `VALUES` (never read:
+    // the test only moves the array).
     unsafe {
         export_device_stream(SchemaSpec::new("f", "", 0), chunks, device).move_into(&mut storage)
     };

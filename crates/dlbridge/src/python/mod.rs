@@ -19,5 +19,7 @@ pub mod import;
 pub(crate) mod interface_dict;
 pub mod module;
 pub(crate) mod numpy_api;
+pub(crate) mod pickle;
 pub(crate) mod protocols;
+pub(crate) mod shared;
 pub(crate) mod torch;

@@ -1,7 +1,7 @@
 //! The classes and functions of the `dlbridge` Python module, defined once for every
 //! extension that links this crate: `Tensor` (with `__dlpack__`, the buffer protocol, the array
 //! interfaces and the Arrow PyCapsule interface), `DType`, `Device`, `from_dlpack`, `copyto`,
-//! `from_arrow` and `to_numpy`.
+//! `from_arrow`, `to_numpy`, `to_shared` and the reconstructors of pickled and shared tensors.
 //!
 //! [`register`] adds them to a module. The `dlbridge._native` extension is built from it, and a
 //! user's PyO3 extension may call it too: each extension then has its own `Tensor` type object
@@ -13,6 +13,7 @@ mod convert;
 mod exchange;
 mod fastcall;
 mod numpy;
+mod processes;
 mod pyarrow;
 mod tensor;
 mod types;
@@ -59,7 +60,8 @@ fn copyto(dst: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<()> {
 }
 
 /// Add the classes `Tensor`, `DType` and `Device`, the functions `from_dlpack`, `copyto`,
-/// `from_arrow` and `to_numpy`, and `DLPACK_VERSION` (the highest DLPack version exported) to
+/// `from_arrow`, `to_numpy` and `to_shared` (with the reconstructors pickles name), and
+/// `DLPACK_VERSION` (the highest DLPack version exported) to
 /// the module `m`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
@@ -76,5 +78,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(copyto, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::from_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(numpy::to_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(processes::to_shared, m)?)?;
+    m.add_function(wrap_pyfunction!(processes::_rebuild, m)?)?;
+    m.add_function(wrap_pyfunction!(processes::_shared_handle, m)?)?;
+    m.add_function(wrap_pyfunction!(processes::_map_shared, m)?)?;
+    m.add_function(wrap_pyfunction!(processes::_open_cuda_ipc, m)?)?;
     Ok(())
 }

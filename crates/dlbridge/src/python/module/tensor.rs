@@ -10,7 +10,7 @@ use pyo3::types::{PyComplex, PyDict, PyList, PyTuple};
 
 use crate::export::Flavor;
 use crate::python::{
-    array_interface, arrow, buffer, capsule, cuda_array_interface, import, protocols,
+    array_interface, arrow, buffer, capsule, cuda_array_interface, import, pickle, protocols,
 };
 use crate::{cuda, DType, Device, DeviceType, Order, Tensor, TypeCode};
 
@@ -20,7 +20,8 @@ use super::types::{parse_device, PyDType, PyDevice};
 
 /// An owned, validated view of array memory, and the names of its dimensions when an Arrow
 /// `fixed_shape_tensor` gave them (kept here, not in the Rust tensor, so that no other import
-/// or export does any work for them).
+/// or export does any work for them). Tensors pickle (zero-copy out of band with protocol 5 and
+/// a `buffer_callback`); `dlbridge.to_shared` makes one that `multiprocessing` sends as a handle.
 #[pyclass(name = "Tensor", module = "dlbridge", frozen)]
 pub struct PyTensor(pub(crate) Tensor, pub(crate) DimNames);
 
@@ -376,6 +377,17 @@ impl PyTensor {
         }
         let copy = slf.get().0.copy(Order::C)?;
         Bound::new(slf.py(), PyTensor(copy, slf.get().1.clone()))
+    }
+
+    /// Pickle support: `(reconstructor, (data, metadata))`. The data travels out of band with
+    /// protocol 5 and a `buffer_callback` (zero-copy), in band otherwise.
+    fn __reduce_ex__<'py>(slf: &Bound<'py, Self>, protocol: i64) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let rebuild = py.import("dlbridge._native")?.getattr("_rebuild")?;
+        let (tensor, names) = (&slf.get().0, slf.get().1.as_deref());
+        pickle::reduce_ex(py, tensor, names, protocol, rebuild, |bytes| {
+            Ok(Bound::new(py, PyTensor(bytes, None))?.into_any())
+        })
     }
 
     /// `(device_type, device_id)` of the memory.
