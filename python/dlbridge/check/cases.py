@@ -333,8 +333,8 @@ NOT_COVERED = {
     "C52": "Arrow nulls, not a DLPack exchange: covered by tests/interop/test_arrow.py",
     "C53": "needs CUDA",
     "C54": "needs CUDA",
-    "C55": "needs CUDA IPC",
-    "C56": "pickle across processes, not an exchange between libraries",
+    "C55": "CUDA IPC between two processes on a GPU (covered by tests/test_shared.py where a CPU reaches it)",
+    "C56": "pickling across processes, not an exchange between libraries in one process (covered by tests/test_pickle.py and tests/test_shared.py)",
 }
 
 

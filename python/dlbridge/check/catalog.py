@@ -595,7 +595,7 @@ ENTRIES: tuple[Entry, ...] = (
         (_i(ARROW, 43996),),
         "dlbridge zeroes output structs before use, so an unfilled one has a NULL `release` and is skipped.",
         (
-            "crates/dlbridge/src/ffi/arrow.rs::device_stream_yields_device_arrays_then_released_ones",
+            "crates/dlbridge/src/arrow/c_struct_tests.rs::device_stream_yields_device_arrays_then_released_ones",
             "crates/dlbridge/tests/lifetimes.rs::arrow_streams_release_everything_once_on_every_path",
         ),
     ),
@@ -653,18 +653,35 @@ ENTRIES: tuple[Entry, ...] = (
         "CUDA IPC export of a view inside a caching-allocator block, imported in a fresh child process",
         "The handle named the block, not the view, or the import failed before any other CUDA call in the child (TensorRT, PyTorch).",
         (_i("NVIDIA/TensorRT", 1683), _i(TORCH, 36594)),
-        "Sharing device memory between processes is not part of this version of dlbridge.",
-        (),
-        "needs CUDA IPC, and dlbridge has no cross-process exchange yet",
+        "dlbridge.to_shared of a CUDA tensor asks the driver for the base and size of the allocation that holds the view "
+        "(cuMemGetAddressRange), exports a handle to that allocation (cuIpcGetMemHandle) and sends the view's offset beside it; "
+        "the receiving process opens the handle on the same device (cuIpcOpenMemHandle, which makes the primary context current "
+        "first, so it works as the child's first CUDA call), checks the view against the allocation size the driver reports, "
+        "and closes the handle once when the last tensor using it is gone. Without a driver every step is a BufferError.",
+        (
+            "tests/test_shared.py::test_to_shared_of_a_cuda_tensor_without_a_driver_is_refused",
+            "tests/test_shared.py::test_cuda_ipc_handle_without_a_driver_is_refused_naming_the_device",
+            "tests/test_shared.py::test_cuda_ipc_handle_of_the_wrong_size_is_refused",
+            "crates/dlbridge/src/cuda/ipc.rs::opening_needs_a_cuda_device_and_a_driver",
+        ),
+        "needs a CUDA GPU and two processes; on a CPU machine only the refusals without a driver are exercised",
     ),
     Entry(
         "C56",
         "pickle protocol 5 of a contiguous CPU array across processes",
         "Arrays were copied into the pickle instead of travelling out of band, and received arrays were writable (Ray).",
         (_p("ray-project/ray", 57639), _i("ray-project/ray", 12317)),
-        "Pickling dlbridge tensors is not part of this version of dlbridge.",
-        (),
-        "a cross-process case, not an exchange between libraries in one process; dlbridge has no pickle support yet",
+        "A dlbridge Tensor pickled with protocol 5 and a buffer_callback sends its host data as one out-of-band PickleBuffer; "
+        "the loaded Tensor views the buffer it is given without a copy and is read-only when that buffer is read-only (as the "
+        "buffers of Ray's object store are) or the source was. Older protocols carry the bytes in band. The reconstructor "
+        "validates the description against the bytes, so a tampered pickle gives an error, never a view outside the buffer.",
+        (
+            "tests/test_pickle.py::test_protocol5_sends_data_out_of_band_and_loads_zero_copy",
+            "tests/test_pickle.py::test_load_views_whatever_buffer_it_is_given",
+            "tests/test_pickle.py::test_read_only_source_loads_read_only_even_from_a_writable_buffer",
+            "tests/test_pickle.py::test_no_tampering_yields_a_view_outside_the_buffer",
+            "tests/test_shared.py::test_process_receives_layout_flags_and_names",
+        ),
     ),
 )
 
