@@ -54,4 +54,4 @@ pub use error::{Error, ErrorKind, Result};
 pub use export::Flavor;
 pub use layout::Layout;
 pub use managed::ManagedTensor;
-pub use tensor::{Element, Owner, Tensor};
+pub use tensor::{Element, Elements, Owner, Tensor};
