@@ -40,6 +40,8 @@ pub mod export;
 pub mod ffi;
 pub mod layout;
 pub mod managed;
+#[cfg(feature = "ndarray")]
+mod ndarray_interop;
 #[cfg(feature = "pyo3")]
 pub mod python;
 #[cfg(target_os = "linux")]

@@ -428,7 +428,7 @@ impl Tensor {
     }
 
     /// The address of the first element, with the provenance of the received pointer.
-    fn first_element(&self) -> *mut u8 {
+    pub(crate) fn first_element(&self) -> *mut u8 {
         self.data
             .cast::<u8>()
             .wrapping_add(self.byte_offset as usize)
@@ -471,7 +471,7 @@ impl Tensor {
     /// `T` names, one `T` per stored item, and a first element aligned for `T`. Size and
     /// alignment are checked although [`Element`] promises them, so that a wrong promise is an
     /// error rather than an out-of-bounds or misaligned read.
-    fn check_view<T: Element>(&self) -> Result<()> {
+    pub(crate) fn check_view<T: Element>(&self) -> Result<()> {
         if !self.device.is_host_accessible() {
             return Err(Error::NotHostAccessible {
                 device: self.device,
