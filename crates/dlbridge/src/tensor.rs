@@ -358,6 +358,25 @@ impl Tensor {
     /// ```
     pub fn as_slice_mut<T: Element>(&mut self) -> Result<&mut [T]> {
         self.check_exclusive()?;
+        // SAFETY: the memory is reachable through no other tensor or export while `self` is
+        // borrowed mutably, and no one outside the owner aliases it (`check_exclusive`).
+        unsafe { self.as_slice_mut_unchecked() }
+    }
+
+    /// [`Tensor::as_slice_mut`] without the exclusivity check: for writable memory that others
+    /// can reach (a producer's array written in place), when the caller knows nothing else
+    /// reads or writes it meanwhile. Read-only memory is still refused ([`Error::ReadOnly`]),
+    /// as are the other dtype, layout and alignment errors of `as_slice_mut`.
+    ///
+    /// # Safety
+    /// While the returned slice lives, no other reference, view or thread reads or writes
+    /// these elements: not the producer (e.g. Python code holding the array, which cannot run
+    /// while the GIL is held unless the function calls into Python or releases the GIL), not
+    /// another import or clone of the same memory.
+    pub unsafe fn as_slice_mut_unchecked<T: Element>(&mut self) -> Result<&mut [T]> {
+        if self.readonly {
+            return Err(Error::ReadOnly);
+        }
         self.check_view::<T>()?;
         if !self.is_c_contiguous() {
             return Err(Error::CopyRequired {
@@ -368,8 +387,8 @@ impl Tensor {
             return Ok(&mut []);
         }
         // SAFETY: as in `as_slice` for the extent, alignment and validity of the items; the
-        // memory is writable and reachable through no other tensor or export while `self` is
-        // borrowed mutably (`check_exclusive`), so the slice is the only reference to it.
+        // memory is writable (not read-only), and the caller promises no other access while
+        // the slice lives.
         Ok(
             unsafe {
                 std::slice::from_raw_parts_mut(self.first_element().cast::<T>(), self.size())
