@@ -29,24 +29,26 @@
 //! receiver checks before viewing bytes it was handed; `shared` (Linux) puts a tensor in a memfd
 //! another process can map; [`cuda`] exports device memory through CUDA IPC.
 
+#![deny(missing_docs)]
+
 pub mod arrow;
 pub mod copy;
 pub mod cuda;
-pub mod device;
+mod device;
 mod dims;
-pub mod dtype;
-pub mod error;
-pub mod export;
+mod dtype;
+mod error;
+mod export;
 pub mod ffi;
 pub mod layout;
-pub mod managed;
+mod managed;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
 #[cfg(feature = "pyo3")]
 pub mod python;
 #[cfg(target_os = "linux")]
 pub mod shared;
-pub mod tensor;
+mod tensor;
 pub mod wire;
 
 pub use copy::Order;
