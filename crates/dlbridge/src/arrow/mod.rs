@@ -32,7 +32,7 @@ mod owned;
 mod stream;
 mod view;
 
-pub(crate) use build::{ArraySpec, SchemaSpec};
+pub use build::{ArraySpec, SchemaSpec};
 pub use export::{
     export, export_named, export_schema, export_schema_named, ArrowExport, ExportOptions,
 };
