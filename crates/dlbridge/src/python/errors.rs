@@ -6,6 +6,9 @@ use pyo3::PyErr;
 use crate::error::{Error, ErrorKind};
 use crate::ffi::dlpack::DLPACK_MINOR_VERSION;
 
+/// The Python exception [`ErrorKind`] names (`BufferError`, `ValueError` or `TypeError`), its
+/// message followed by what a Python caller can do about it (`copy=True`, `device="cpu"`,
+/// ...): `?` in a `#[pyfunction]` raises it.
 impl From<Error> for PyErr {
     fn from(e: Error) -> PyErr {
         let msg = match hint(&e) {
@@ -38,6 +41,10 @@ fn hint(e: &Error) -> Option<String> {
             "ask with max_version=(1, 0) or newer, or pass copy=True for a writable copy".to_owned()
         }
         Error::ReadOnly => "request read-only access or make a copy with copy=True".to_owned(),
+        Error::Aliased { .. } => {
+            "import it with copy=True for memory of its own, or write through the producer"
+                .to_owned()
+        }
         Error::CopyRequired { .. } => {
             "pass copy=None or copy=True instead of copy=False".to_owned()
         }
