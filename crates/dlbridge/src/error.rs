@@ -86,6 +86,13 @@ pub enum Error {
     /// A write access was requested on read-only memory.
     #[error("the tensor is read-only")]
     ReadOnly,
+    /// Mutable access to memory that others may also see: a tensor sharing its owner with
+    /// clones, views or exports, or memory that is not the tensor's own copy.
+    #[error("the memory may be aliased ({reason}), so it cannot be borrowed mutably")]
+    Aliased {
+        /// Who else may see the memory.
+        reason: String,
+    },
     /// The exchange needs a copy, and the caller ruled copies out (`copy=False` in Python).
     #[error("a copy is needed ({reason}) and copying is not allowed")]
     CopyRequired {

@@ -257,6 +257,32 @@ impl Layout {
         self.size == 0 || dense(self.shape().iter().zip(self.strides()))
     }
 
+    /// True when no two indices reach the same element (what a mutable view needs). Checked
+    /// conservatively: with dimensions of extent > 1 sorted by `|stride|`, each stride must step
+    /// past everything the smaller ones reach. Zero-size layouts reach nothing and pass.
+    pub fn elements_are_distinct(&self) -> bool {
+        if self.size == 0 {
+            return true;
+        }
+        let mut dims: Vec<(u64, u64)> = self
+            .shape()
+            .iter()
+            .zip(self.strides())
+            .filter(|(&n, _)| n > 1)
+            .map(|(&n, &s)| (s.unsigned_abs(), n as u64))
+            .collect();
+        dims.sort_unstable();
+        let mut reach: u64 = 0;
+        for (stride, extent) in dims {
+            if stride <= reach {
+                return false;
+            }
+            // Validated layouts keep `(extent - 1) * stride` within i64.
+            reach += (extent - 1) * stride;
+        }
+        true
+    }
+
     /// The strides to publish: the real ones, except for zero-size layouts whose strides are
     /// meaningless and are published row-major (`(0, 2048)` gets `(2048, 1)`).
     pub fn export_strides(&self) -> std::borrow::Cow<'_, [i64]> {
@@ -716,5 +742,19 @@ mod tests {
         assert!(ok(0x0ff0, 0x10, -0x400, 0, 4));
         assert!(!ok(usize::MAX - 3, 0, 0, 0, 1));
         assert!(!ok(0x1000, u64::MAX, 0, 0, 1));
+    }
+
+    #[test]
+    fn distinct_elements() {
+        let l = |shape: &[i64], strides: &[i64]| Layout::new(shape, Some(strides), 4).unwrap();
+        assert!(l(&[2, 3], &[3, 1]).elements_are_distinct());
+        assert!(l(&[2, 3], &[-3, -1]).elements_are_distinct());
+        assert!(l(&[3, 2], &[1, 3]).elements_are_distinct());
+        assert!(l(&[2, 3], &[6, 2]).elements_are_distinct());
+        assert!(!l(&[2, 3], &[0, 1]).elements_are_distinct());
+        assert!(!l(&[2, 3], &[2, 1]).elements_are_distinct());
+        assert!(!l(&[4], &[0]).elements_are_distinct());
+        assert!(l(&[1, 5], &[0, 1]).elements_are_distinct());
+        assert!(l(&[0, 5], &[0, 0]).elements_are_distinct());
     }
 }

@@ -40,6 +40,8 @@ pub mod export;
 pub mod ffi;
 pub mod layout;
 pub mod managed;
+#[cfg(feature = "ndarray")]
+mod ndarray_interop;
 #[cfg(feature = "pyo3")]
 pub mod python;
 #[cfg(target_os = "linux")]
@@ -54,4 +56,4 @@ pub use error::{Error, ErrorKind, Result};
 pub use export::Flavor;
 pub use layout::Layout;
 pub use managed::ManagedTensor;
-pub use tensor::{Element, Owner, Tensor};
+pub use tensor::{Element, Elements, Owner, Tensor};

@@ -340,6 +340,119 @@ impl Tensor {
         Ok(unsafe { std::slice::from_raw_parts(self.data_ptr() as *const T, self.size()) })
     }
 
+    /// The tensor's elements as a mutable slice, when it is a C-contiguous, aligned host tensor
+    /// of `T` whose memory this tensor alone can reach (see [`Tensor::check_exclusive`]).
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    ///
+    /// let mut t = Tensor::from_vec(vec![1i32, 2, 3], &[3])?;
+    /// t.as_slice_mut::<i32>()?[1] = 20;
+    /// assert_eq!(t.as_slice::<i32>()?, &[1, 20, 3]);
+    /// // A clone shares the memory: neither may be borrowed mutably while both live.
+    /// let mut shared = t.clone();
+    /// assert!(shared.as_slice_mut::<i32>().is_err());
+    /// drop(t);
+    /// assert!(shared.as_slice_mut::<i32>().is_ok());
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn as_slice_mut<T: Element>(&mut self) -> Result<&mut [T]> {
+        self.check_exclusive()?;
+        // SAFETY: the memory is reachable through no other tensor or export while `self` is
+        // borrowed mutably, and no one outside the owner aliases it (`check_exclusive`).
+        unsafe { self.as_slice_mut_unchecked() }
+    }
+
+    /// [`Tensor::as_slice_mut`] without the exclusivity check: for writable memory that others
+    /// can reach (a producer's array written in place), when the caller knows nothing else
+    /// reads or writes it meanwhile. Read-only memory is still refused ([`Error::ReadOnly`]),
+    /// as are the other dtype, layout and alignment errors of `as_slice_mut`.
+    ///
+    /// # Safety
+    /// While the returned slice lives, no other reference, view or thread reads or writes
+    /// these elements: not the producer (e.g. Python code holding the array, which cannot run
+    /// while the GIL is held unless the function calls into Python or releases the GIL), not
+    /// another import or clone of the same memory.
+    pub unsafe fn as_slice_mut_unchecked<T: Element>(&mut self) -> Result<&mut [T]> {
+        if self.readonly {
+            return Err(Error::ReadOnly);
+        }
+        self.check_view::<T>()?;
+        if !self.is_c_contiguous() {
+            return Err(Error::CopyRequired {
+                reason: "the tensor is not C-contiguous".to_owned(),
+            });
+        }
+        if self.size() == 0 {
+            return Ok(&mut []);
+        }
+        // SAFETY: as in `as_slice` for the extent, alignment and validity of the items; the
+        // memory is writable (not read-only), and the caller promises no other access while
+        // the slice lives.
+        Ok(
+            unsafe {
+                std::slice::from_raw_parts_mut(self.first_element().cast::<T>(), self.size())
+            },
+        )
+    }
+
+    /// Succeeds when mutable access through `&mut self` cannot alias anything: the memory is
+    /// writable ([`Error::ReadOnly`] otherwise), it is a copy made for this tensor
+    /// ([`Tensor::is_copied`]: tensors from [`Tensor::from_vec`], [`Tensor::zeros`], copies,
+    /// owned `ndarray` arrays, or a producer's copy), and no clone, view or export of this
+    /// tensor is alive (its owner is not shared) — [`Error::Aliased`] otherwise.
+    ///
+    /// Memory imported from a producer without a copy (a NumPy array passed to a PyO3
+    /// function, say) is refused even when writable: the producer and other imports of the same
+    /// array still see it, and Rust's `&mut` promises that nothing else does.
+    pub fn check_exclusive(&mut self) -> Result<()> {
+        if self.readonly {
+            return Err(Error::ReadOnly);
+        }
+        if !self.is_copied {
+            return Err(Error::Aliased {
+                reason: "it belongs to the producer, which still sees it; make a copy to own it"
+                    .to_owned(),
+            });
+        }
+        if Arc::get_mut(&mut self.owner).is_none() {
+            return Err(Error::Aliased {
+                reason: "a clone, view or export of this tensor is alive".to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Every element, read as `T`, in row-major (logical C) order, whatever the strides
+    /// (negative and zero strides included). Checks as [`Tensor::to_vec`] does.
+    ///
+    /// ```
+    /// use dlbridge::Tensor;
+    ///
+    /// let t = Tensor::from_vec((0..6).collect::<Vec<i64>>(), &[2, 3])?;
+    /// let columns_first: Vec<i64> = t.transposed().iter::<i64>()?.collect();
+    /// assert_eq!(columns_first, [0, 3, 1, 4, 2, 5]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn iter<T: Element>(&self) -> Result<Elements<'_, T>> {
+        self.check_view::<T>()?;
+        Ok(Elements {
+            first: self.first_element().cast::<T>().cast_const(),
+            shape: self.shape(),
+            strides: self.strides(),
+            index: vec![0; self.ndim()],
+            offset: 0,
+            remaining: self.size(),
+        })
+    }
+
+    /// The address of the first element, with the provenance of the received pointer.
+    pub(crate) fn first_element(&self) -> *mut u8 {
+        self.data
+            .cast::<u8>()
+            .wrapping_add(self.byte_offset as usize)
+    }
+
     /// The bytes of a C-contiguous, host-accessible tensor (padded or packed as stored).
     pub fn host_bytes(&self) -> Result<&[u8]> {
         if !self.device.is_host_accessible() {
@@ -377,7 +490,7 @@ impl Tensor {
     /// `T` names, one `T` per stored item, and a first element aligned for `T`. Size and
     /// alignment are checked although [`Element`] promises them, so that a wrong promise is an
     /// error rather than an out-of-bounds or misaligned read.
-    fn check_view<T: Element>(&self) -> Result<()> {
+    pub(crate) fn check_view<T: Element>(&self) -> Result<()> {
         if !self.device.is_host_accessible() {
             return Err(Error::NotHostAccessible {
                 device: self.device,
@@ -414,6 +527,53 @@ impl Tensor {
         Ok(())
     }
 }
+
+/// The elements of a tensor in row-major order ([`Tensor::iter`]); borrows the tensor.
+pub struct Elements<'a, T> {
+    first: *const T,
+    shape: &'a [i64],
+    strides: &'a [i64],
+    index: Vec<i64>,
+    offset: i64,
+    remaining: usize,
+}
+
+// SAFETY: the iterator only reads `T`s (which are Send + Sync, Element's bounds) of memory the
+// borrowed tensor keeps alive; the tensor itself is Send + Sync.
+unsafe impl<T: Element> Send for Elements<'_, T> {}
+// SAFETY: see above; `&Elements` allows no reads at all.
+unsafe impl<T: Element> Sync for Elements<'_, T> {}
+
+impl<T: Element> Iterator for Elements<'_, T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        if self.remaining == 0 {
+            return None;
+        }
+        // SAFETY: `Tensor::iter` checked the memory is host-accessible, of `T`s, aligned; the
+        // layout was validated against that memory, and `offset` is the element offset of an
+        // index within the shape (stepped below within each extent only).
+        let value = unsafe { self.first.offset(self.offset as isize).read() };
+        self.remaining -= 1;
+        for d in (0..self.shape.len()).rev() {
+            if self.index[d] + 1 < self.shape[d] {
+                self.index[d] += 1;
+                self.offset += self.strides[d];
+                break;
+            }
+            self.offset -= self.strides[d] * self.index[d];
+            self.index[d] = 0;
+        }
+        Some(value)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl<T: Element> ExactSizeIterator for Elements<'_, T> {}
 
 impl fmt::Debug for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -542,5 +702,88 @@ mod tests {
         // the pointer was derived with write permission after the vector moved into its owner.
         unsafe { data.add(1).write(20) };
         assert_eq!(t.as_slice::<i32>().unwrap(), &[1, 20, 3]);
+    }
+
+    #[test]
+    fn mutable_slices_need_exclusive_writable_memory() {
+        let mut t = Tensor::from_vec(vec![1u16, 2, 3, 4], &[2, 2]).unwrap();
+        t.as_slice_mut::<u16>().unwrap()[3] = 40;
+        assert_eq!(t.to_vec::<u16>().unwrap(), vec![1, 2, 3, 40]);
+        assert!(matches!(
+            t.as_slice_mut::<i16>(),
+            Err(Error::InvalidArgument(_))
+        ));
+
+        let view = t.clone();
+        assert!(matches!(
+            t.as_slice_mut::<u16>(),
+            Err(Error::Aliased { .. })
+        ));
+        drop(view);
+        let mut readonly = t.into_readonly();
+        assert!(matches!(
+            readonly.as_slice_mut::<u16>(),
+            Err(Error::ReadOnly)
+        ));
+
+        // Memory that is not the tensor's own copy, even writable and unshared.
+        let bytes = Tensor::from_vec(vec![0u8; 4], &[4]).unwrap();
+        // SAFETY: 4 writable bytes that `owner` keeps alive; not a copy (is_copied false).
+        let mut foreign = unsafe {
+            Tensor::from_raw_parts(
+                bytes.raw_data(),
+                0,
+                Device::CPU,
+                DType::UINT8,
+                Layout::contiguous(&[4], 1).unwrap(),
+                false,
+                false,
+                Arc::new(bytes),
+            )
+        }
+        .unwrap();
+        assert!(matches!(
+            foreign.as_slice_mut::<u8>(),
+            Err(Error::Aliased { .. })
+        ));
+
+        let mut empty = Tensor::from_vec(Vec::<f32>::new(), &[0, 3]).unwrap();
+        assert_eq!(empty.as_slice_mut::<f32>().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn elements_follow_row_major_order_for_any_strides() {
+        let t = Tensor::from_vec((0..12).collect::<Vec<i32>>(), &[3, 4]).unwrap();
+        let flipped = reversed(&t);
+        let expected: Vec<i32> = (0..12).rev().collect();
+        assert_eq!(flipped.iter::<i32>().unwrap().collect::<Vec<_>>(), expected);
+        assert_eq!(flipped.to_vec::<i32>().unwrap(), expected);
+        assert_eq!(flipped.iter::<i32>().unwrap().len(), 12);
+        assert!(flipped.iter::<f32>().is_err());
+        let scalar = Tensor::from_vec(vec![7.5f64], &[]).unwrap();
+        assert_eq!(scalar.iter::<f64>().unwrap().collect::<Vec<_>>(), vec![7.5]);
+        let empty = Tensor::from_vec(Vec::<u8>::new(), &[2, 0]).unwrap();
+        assert_eq!(empty.iter::<u8>().unwrap().count(), 0);
+    }
+
+    /// `t` (2-d, C-contiguous) with both axes reversed: negative strides from the last element.
+    fn reversed(t: &Tensor) -> Tensor {
+        let (rows, cols) = (t.shape()[0], t.shape()[1]);
+        let last = ((rows * cols - 1) as usize * t.itemsize()) as u64;
+        // SAFETY: the same memory, read from the last element backwards: every offset the
+        // negative strides reach lies inside the original's span; kept alive by its owner.
+        unsafe {
+            Tensor::from_raw_parts(
+                t.raw_data(),
+                last,
+                t.device(),
+                t.dtype(),
+                Layout::new(&[rows, cols], Some(&[-cols, -1]), t.itemsize()).unwrap(),
+                true,
+                false,
+                t.owner().clone(),
+            )
+        }
+        .unwrap()
     }
 }

@@ -15,7 +15,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "value types",
         &["dims", "device", "error", "dtype", "layout"],
     ),
-    ("tensor", &["tensor", "wire"]),
+    ("tensor", &["tensor", "ndarray_interop", "wire"]),
     ("copies and devices", &["copy", "cuda", "shared"]),
     ("protocols", &["managed", "export", "arrow"]),
     ("python", &["python"]),

@@ -51,3 +51,58 @@ fn extract_refuses_what_is_not_an_array() {
         assert!(err.is_instance_of::<PyTypeError>(py), "{err}");
     });
 }
+
+#[test]
+fn writable_arguments_are_the_callers_memory() {
+    use dlbridge::python::{HostTensor, Import, WritableTensor};
+    use pyo3::exceptions::PyBufferError;
+    Python::initialize();
+    Python::attach(|py| {
+        let source = PyByteArray::new(py, &[1, 2, 3]);
+        let mut arg: WritableTensor = source.extract().unwrap();
+        // The caller's array still sees the memory: the safe view refuses it.
+        assert!(matches!(
+            arg.as_slice_mut::<u8>(),
+            Err(dlbridge::Error::Aliased { .. })
+        ));
+        // SAFETY: the GIL is held and nothing else views the bytearray during the write.
+        unsafe { arg.as_slice_mut_unchecked::<u8>() }.unwrap()[0] = 10;
+        assert_eq!(source.to_vec(), [10, 2, 3], "written in place");
+
+        let frozen = PyBytes::new(py, &[1, 2, 3]);
+        let err = frozen.extract::<WritableTensor>().unwrap_err();
+        assert!(err.is_instance_of::<PyBufferError>(py), "{err}");
+        assert!(err.to_string().contains("read-only"), "{err}");
+        assert!(err.to_string().contains("numpy.array(x)"), "{err}");
+        // Read access and a fresh copy both take read-only memory.
+        let host: HostTensor = frozen.extract().unwrap();
+        assert_eq!(host.as_slice::<u8>().unwrap(), &[1, 2, 3]);
+        let copy = Import {
+            copy: Some(true),
+            writable: true,
+            ..Import::default()
+        };
+        let mut scratch = copy.extract(frozen.as_any()).unwrap();
+        scratch.as_slice_mut::<u8>().unwrap()[0] = 9;
+        assert_eq!(frozen.as_bytes(), &[1, 2, 3]);
+    });
+}
+
+#[test]
+fn writable_arguments_refuse_what_needs_a_copy() {
+    use dlbridge::python::{Import, WritableTensor};
+    use pyo3::exceptions::PyBufferError;
+    Python::initialize();
+    Python::attach(|py| {
+        // One float64 one byte into a bytearray: misaligned, so usable only through a copy.
+        let misaligned = py
+            .eval(c"memoryview(bytearray(9))[1:].cast('d')", None, None)
+            .unwrap();
+        let err = misaligned.extract::<WritableTensor>().unwrap_err();
+        assert!(err.is_instance_of::<PyBufferError>(py), "{err}");
+        assert!(err.to_string().contains("written in place"), "{err}");
+        // Read access realigns it with a copy (copy=None).
+        let read = Import::default().extract(&misaligned).unwrap();
+        assert!(read.is_copied() && read.is_aligned());
+    });
+}

@@ -10,7 +10,8 @@
 //! - transfers: [`to_device`], [`copy_to_host`], [`copy_to_device`] between the CPU and CUDA
 //!   device, pinned (`cuda_host`) and managed (`cuda_managed`) memory; results own their memory
 //!   (freed on drop, with the right context current);
-//! - DLPack stream semantics: [`parse_stream`] validates a consumer's `stream`,
+//! - DLPack stream semantics: [`parse_stream`] validates a consumer's `stream` (a stream
+//!   handle is the caller's promise, so building one is `unsafe`: [`StreamHandle`]),
 //!   [`order_for_consumer`] makes the consumer's stream wait for the data (an event, no host
 //!   sync), [`import_stream`] is what to pass when importing, [`adopt_producer_stream`] takes a
 //!   `__cuda_array_interface__` producer's stream;
@@ -33,7 +34,9 @@ mod transfer;
 
 pub use ipc::{ipc_handle, open_ipc_handle, to_ipc_shared, IpcHandle};
 pub use memory::{device_of_pointer, pointer_info, MemoryKind, PointerInfo};
-pub use stream::{import_stream, parse_stream, wait_raw_event, Event, Stream, StreamRequest};
+pub use stream::{
+    import_stream, parse_stream, wait_raw_event, Event, Stream, StreamHandle, StreamRequest,
+};
 pub use transfer::{
     adopt_producer_stream, copy_to_device, copy_to_host, order_for_consumer, route, to_device,
     transfer_stream, Route,

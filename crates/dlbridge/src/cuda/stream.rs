@@ -31,8 +31,48 @@ pub enum StreamRequest {
     NoSync,
     /// CUDA `2`: the per-thread default stream.
     PerThread,
-    /// A stream handle (`cudaStream_t` / `hipStream_t` as an integer).
-    Handle(usize),
+    /// A stream handle (`cudaStream_t` / `hipStream_t`), which only an `unsafe` promise
+    /// ([`StreamHandle::from_raw`]) or a live [`Stream`] can make.
+    Handle(StreamHandle),
+}
+
+/// A stream handle that the driver will be given: built from an integer only through the
+/// `unsafe` [`StreamHandle::from_raw`], because dlbridge enqueues work on it (`cuEventRecord`,
+/// `cuStreamWaitEvent`) and the driver cannot be asked whether an integer names a live stream.
+///
+/// Safe code cannot make one from an integer:
+///
+/// ```compile_fail,E0133
+/// use dlbridge::{cuda, Device, DeviceType};
+/// let cuda0 = Device::new(DeviceType::CUDA, 0);
+/// let request = cuda::parse_stream(cuda0, Some(0x1234)); // unsafe: the integer is a promise
+/// ```
+///
+/// ```compile_fail,E0423
+/// let handle = dlbridge::cuda::StreamHandle(0x1234); // the field is private
+/// ```
+///
+/// The well-known streams need no promise: [`StreamRequest::Default`],
+/// [`StreamRequest::PerThread`] and [`StreamRequest::NoSync`] are safe to build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StreamHandle(usize);
+
+impl StreamHandle {
+    /// A handle for the stream whose `cudaStream_t` / `hipStream_t` is `raw`.
+    ///
+    /// # Safety
+    /// `raw` must be a stream handle of the device the request is used for (or of its
+    /// context), and stay valid for as long as any request carrying it is passed to dlbridge:
+    /// the driver is handed `raw` as is. DLPack's `stream` argument and the `stream` key of
+    /// `__cuda_array_interface__` are such a promise from the caller.
+    pub const unsafe fn from_raw(raw: usize) -> Self {
+        Self(raw)
+    }
+
+    /// The handle as an integer.
+    pub fn raw(self) -> usize {
+        self.0
+    }
 }
 
 /// The family of stream rules a device follows.
@@ -53,7 +93,11 @@ enum Family {
 
 /// Validate the `stream` a consumer passed for data on `device` (spec §7). A bad value is an
 /// [`Error::InvalidArgument`] (ValueError) saying which values are allowed.
-pub fn parse_stream(device: Device, stream: Option<i64>) -> Result<StreamRequest> {
+///
+/// # Safety
+/// A value above 2 (any non-negative value but 0 for ROCm) becomes a
+/// [`StreamRequest::Handle`]: it must meet [`StreamHandle::from_raw`]'s contract.
+pub unsafe fn parse_stream(device: Device, stream: Option<i64>) -> Result<StreamRequest> {
     let Some(value) = stream else {
         return Ok(StreamRequest::Default);
     };
@@ -73,7 +117,10 @@ pub fn parse_stream(device: Device, stream: Option<i64>) -> Result<StreamRequest
         (Family::Cuda, 2) => Ok(StreamRequest::PerThread),
         (Family::Rocm, 0) => Ok(StreamRequest::Default),
         (Family::Rocm, 1 | 2) => invalid("ROCm has no legacy or per-thread stream values; pass 0 for the default stream or None"),
-        (Family::Cuda | Family::Rocm, v) if v > 2 => Ok(StreamRequest::Handle(v as usize)),
+        (Family::Cuda | Family::Rocm, v) if v > 2 => {
+            // SAFETY: the caller's contract: a value naming a stream is a live handle.
+            Ok(StreamRequest::Handle(unsafe { StreamHandle::from_raw(v as usize) }))
+        }
         (Family::None, _) => invalid("this device has no streams; pass stream=None"),
         _ => invalid("streams are None, -1 or a non-negative integer"),
     }
@@ -96,7 +143,7 @@ impl StreamRequest {
         match self {
             StreamRequest::Default => Some(CU_STREAM_LEGACY as CuStream),
             StreamRequest::PerThread => Some(CU_STREAM_PER_THREAD as CuStream),
-            StreamRequest::Handle(h) => Some(h as CuStream),
+            StreamRequest::Handle(h) => Some(h.raw() as CuStream),
             StreamRequest::NoSync => None,
         }
     }
@@ -213,8 +260,14 @@ impl Stream {
     }
 
     /// As a [`StreamRequest`].
-    pub fn request(&self) -> StreamRequest {
-        StreamRequest::Handle(self.handle())
+    ///
+    /// # Safety
+    /// The request must not be used after `self` is dropped (it carries the raw handle, which
+    /// the drop destroys).
+    pub unsafe fn request(&self) -> StreamRequest {
+        // SAFETY: a live stream this value created; the caller keeps it alive while the
+        // request is used.
+        StreamRequest::Handle(unsafe { StreamHandle::from_raw(self.handle()) })
     }
 
     /// Block the host until the work on the stream is done.
@@ -272,26 +325,39 @@ pub(crate) fn is_capturing(driver: &Driver, stream: CuStream) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use StreamRequest::Handle;
 
     const CUDA1: Device = Device::new(DeviceType::CUDA, 1);
+
+    /// `parse_stream` for requests these tests only compare, never hand to the driver.
+    fn parse(device: Device, stream: Option<i64>) -> Result<StreamRequest> {
+        // SAFETY: no request made here reaches the driver.
+        unsafe { parse_stream(device, stream) }
+    }
+
+    /// The handle request for `raw`, for comparisons only.
+    fn handle(raw: usize) -> StreamRequest {
+        // SAFETY: compared, never handed to the driver.
+        Handle(unsafe { StreamHandle::from_raw(raw) })
+    }
 
     #[test]
     fn cuda_stream_rules() {
         use StreamRequest::*;
-        assert_eq!(parse_stream(CUDA1, None).unwrap(), Default);
-        assert_eq!(parse_stream(CUDA1, Some(-1)).unwrap(), NoSync);
-        assert_eq!(parse_stream(CUDA1, Some(1)).unwrap(), Default);
-        assert_eq!(parse_stream(CUDA1, Some(2)).unwrap(), PerThread);
-        assert_eq!(parse_stream(CUDA1, Some(0xdead0)).unwrap(), Handle(0xdead0));
-        let e = parse_stream(CUDA1, Some(0)).unwrap_err();
+        assert_eq!(parse(CUDA1, None).unwrap(), Default);
+        assert_eq!(parse(CUDA1, Some(-1)).unwrap(), NoSync);
+        assert_eq!(parse(CUDA1, Some(1)).unwrap(), Default);
+        assert_eq!(parse(CUDA1, Some(2)).unwrap(), PerThread);
+        assert_eq!(parse(CUDA1, Some(0xdead0)).unwrap(), handle(0xdead0));
+        let e = parse(CUDA1, Some(0)).unwrap_err();
         assert_eq!(e.kind(), crate::ErrorKind::Value);
         assert!(e.to_string().contains("ambiguous"), "{e}");
-        assert!(parse_stream(CUDA1, Some(-2)).is_err());
+        assert!(parse(CUDA1, Some(-2)).is_err());
         // Pinned and managed memory follow the CUDA rules.
         for kind in [DeviceType::CUDA_HOST, DeviceType::CUDA_MANAGED] {
             let d = Device::new(kind, 0);
-            assert_eq!(parse_stream(d, Some(2)).unwrap(), PerThread);
-            assert!(parse_stream(d, Some(0)).is_err());
+            assert_eq!(parse(d, Some(2)).unwrap(), PerThread);
+            assert!(parse(d, Some(0)).is_err());
         }
     }
 
@@ -299,15 +365,15 @@ mod tests {
     fn rocm_and_host_stream_rules() {
         use StreamRequest::*;
         let rocm = Device::new(DeviceType::ROCM, 0);
-        assert_eq!(parse_stream(rocm, Some(0)).unwrap(), Default);
-        assert!(parse_stream(rocm, Some(1)).is_err());
-        assert!(parse_stream(rocm, Some(2)).is_err());
-        assert_eq!(parse_stream(rocm, Some(77)).unwrap(), Handle(77));
+        assert_eq!(parse(rocm, Some(0)).unwrap(), Default);
+        assert!(parse(rocm, Some(1)).is_err());
+        assert!(parse(rocm, Some(2)).is_err());
+        assert_eq!(parse(rocm, Some(77)).unwrap(), handle(77));
         for d in [Device::CPU, Device::new(DeviceType::ONEAPI, 0)] {
-            assert_eq!(parse_stream(d, None).unwrap(), Default);
-            assert_eq!(parse_stream(d, Some(-1)).unwrap(), NoSync);
+            assert_eq!(parse(d, None).unwrap(), Default);
+            assert_eq!(parse(d, Some(-1)).unwrap(), NoSync);
             for bad in [0, 1, 2, 5] {
-                let e = parse_stream(d, Some(bad)).unwrap_err();
+                let e = parse(d, Some(bad)).unwrap_err();
                 assert_eq!(e.kind(), crate::ErrorKind::Value);
             }
         }
@@ -328,6 +394,7 @@ mod tests {
             StreamRequest::NoSync.copy_stream(),
             CU_STREAM_LEGACY as CuStream
         );
+        assert_eq!(handle(0xbeef).cu_stream(), Some(0xbeef as CuStream));
         assert_eq!(import_stream(CUDA1), Some(1));
         assert_eq!(import_stream(Device::CPU), None);
         assert_eq!(import_stream(Device::new(DeviceType::CUDA_HOST, 0)), None);
@@ -346,6 +413,17 @@ mod tests {
             ));
             // SAFETY: without a driver the handle is never used.
             let e = unsafe { wait_raw_event(0x1234, CUDA1) }.unwrap_err();
+            // Safe code reaches the driver only with the three well-known streams, which need
+            // no handle from anyone: they fail cleanly without a driver too.
+            let t = crate::Tensor::zeros(crate::DType::FLOAT32, &[2]).unwrap();
+            for request in [
+                StreamRequest::Default,
+                StreamRequest::PerThread,
+                StreamRequest::NoSync,
+            ] {
+                let e = super::super::to_device(&t, CUDA1, request).unwrap_err();
+                assert!(matches!(e, Error::CudaUnavailable { .. }), "{e}");
+            }
             assert!(matches!(e, Error::CudaUnavailable { .. }));
         }
     }

@@ -191,7 +191,15 @@ pub fn adopt_producer_stream(device: Device, producer: StreamRequest) -> Result<
 /// transfer — the destination when it is CUDA memory, else the source — and follows that
 /// device's rules ([`parse_stream`](super::parse_stream)). A transfer between host memories
 /// takes only `None` (or `-1`).
-pub fn transfer_stream(from: Device, to: Device, stream: Option<i64>) -> Result<StreamRequest> {
+///
+/// # Safety
+/// As for [`parse_stream`](super::parse_stream): a value naming a stream must be a live handle
+/// ([`StreamHandle::from_raw`](super::StreamHandle::from_raw)).
+pub unsafe fn transfer_stream(
+    from: Device,
+    to: Device,
+    stream: Option<i64>,
+) -> Result<StreamRequest> {
     let cuda_like = |d: Device| {
         matches!(
             d.kind,
@@ -203,7 +211,8 @@ pub fn transfer_stream(from: Device, to: Device, stream: Option<i64>) -> Result<
     } else {
         from
     };
-    super::parse_stream(side, stream)
+    // SAFETY: the caller's contract, passed on.
+    unsafe { super::parse_stream(side, stream) }
 }
 
 /// The stream a copy is enqueued on, as a request and a handle: the requested one, or the
@@ -486,13 +495,16 @@ mod tests {
     #[test]
     fn transfer_streams_follow_the_cuda_side() {
         let cuda1 = dev(DeviceType::CUDA, 1);
+        // SAFETY: the requests are only compared, never handed to the driver.
+        let transfer_stream = |from, to, stream| unsafe { transfer_stream(from, to, stream) };
         assert_eq!(
             transfer_stream(Device::CPU, cuda1, Some(2)).unwrap(),
             StreamRequest::PerThread
         );
         assert_eq!(
             transfer_stream(cuda1, Device::CPU, Some(7)).unwrap(),
-            StreamRequest::Handle(7)
+            // SAFETY: compared only.
+            StreamRequest::Handle(unsafe { super::super::StreamHandle::from_raw(7) })
         );
         assert!(transfer_stream(cuda1, Device::CPU, Some(0)).is_err());
         assert!(transfer_stream(Device::CPU, Device::CPU, Some(5)).is_err());
@@ -508,8 +520,10 @@ mod tests {
         let c = copy_to_host(&t.transposed()).unwrap();
         assert_eq!(c.as_slice::<f32>().unwrap(), &[1.0, 3.0, 2.0, 4.0]);
         assert!(c.is_copied() && c.device() == Device::CPU);
-        // CPU data needs no ordering for any consumer.
-        order_for_consumer(&t, StreamRequest::Handle(1234)).unwrap();
+        // CPU data needs no ordering for any consumer: the handle never reaches a driver.
+        // SAFETY: not a stream, but CPU data returns before the driver is asked anything.
+        let made_up = unsafe { super::super::StreamHandle::from_raw(1234) };
+        order_for_consumer(&t, StreamRequest::Handle(made_up)).unwrap();
     }
 
     #[test]
@@ -526,8 +540,10 @@ mod tests {
             let e = copy_to_device(&t, to).unwrap_err();
             assert!(matches!(e, Error::CudaUnavailable { .. }), "{e}");
         }
+        // SAFETY: not a stream, but without a driver it is never used.
+        let made_up = unsafe { super::super::StreamHandle::from_raw(77) };
         assert!(matches!(
-            adopt_producer_stream(dev(DeviceType::CUDA, 0), StreamRequest::Handle(77)),
+            adopt_producer_stream(dev(DeviceType::CUDA, 0), StreamRequest::Handle(made_up)),
             Err(Error::CudaUnavailable { .. })
         ));
         adopt_producer_stream(dev(DeviceType::CUDA, 0), StreamRequest::Default).unwrap();
@@ -607,9 +623,11 @@ mod tests {
         let cuda0 = dev(DeviceType::CUDA, 0);
         let d = copy_to_device(&t, cuda0).unwrap();
         let producer = super::super::Stream::new(0).unwrap();
-        let dd = to_device(&d, cuda0, producer.request()).unwrap();
+        // SAFETY: `producer` outlives every use of its request.
+        let dd = to_device(&d, cuda0, unsafe { producer.request() }).unwrap();
         let consumer = super::super::Stream::new(0).unwrap();
-        order_for_consumer(&dd, consumer.request()).unwrap();
+        // SAFETY: `consumer` outlives every use of its request.
+        order_for_consumer(&dd, unsafe { consumer.request() }).unwrap();
         order_for_consumer(&dd, StreamRequest::NoSync).unwrap();
         consumer.synchronize().unwrap();
         assert!(copy_to_host(&dd)

@@ -63,8 +63,11 @@ pub fn parse(obj: &Bound<'_, PyAny>, iface: &Bound<'_, PyAny>) -> PyResult<Parse
             let value: i64 = s
                 .extract()
                 .map_err(|_| dict.malformed("'stream' must be None or an int"))?;
-            let request = cuda::parse_stream(Device::new(DeviceType::CUDA, 0), Some(value))
-                .map_err(|e| dict.malformed(&e.to_string()))?;
+            // SAFETY: the `stream` key is the producer's promise (the interface's contract)
+            // that the integer names a live stream its data is ordered on.
+            let request =
+                unsafe { cuda::parse_stream(Device::new(DeviceType::CUDA, 0), Some(value)) }
+                    .map_err(|e| dict.malformed(&e.to_string()))?;
             Some(request)
         }
         _ => None,

@@ -38,6 +38,10 @@ fn hint(e: &Error) -> Option<String> {
             "ask with max_version=(1, 0) or newer, or pass copy=True for a writable copy".to_owned()
         }
         Error::ReadOnly => "request read-only access or make a copy with copy=True".to_owned(),
+        Error::Aliased { .. } => {
+            "import it with copy=True for memory of its own, or write through the producer"
+                .to_owned()
+        }
         Error::CopyRequired { .. } => {
             "pass copy=None or copy=True instead of copy=False".to_owned()
         }

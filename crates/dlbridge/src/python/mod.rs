@@ -23,3 +23,5 @@ pub(crate) mod pickle;
 pub(crate) mod protocols;
 pub(crate) mod shared;
 pub(crate) mod torch;
+
+pub use module::{register, HostTensor, Import, PyTensor, WritableTensor};

@@ -23,6 +23,7 @@ use pyo3::prelude::*;
 use crate::python::import;
 use crate::Device;
 
+pub use convert::{HostTensor, Import, WritableTensor};
 pub use tensor::PyTensor;
 pub use types::{PyDType, PyDevice};
 

@@ -74,7 +74,10 @@ fn parse_stream(
             ))
         })?),
     };
-    Ok(cuda::parse_stream(device, value)?)
+    // SAFETY: as DLPack specifies, a `stream` integer passed to `__dlpack__` (or `to_device`)
+    // is the caller's promise that it names a live stream of the device; dlbridge cannot check
+    // it and hands it to the driver as is.
+    Ok(unsafe { cuda::parse_stream(device, value) }?)
 }
 
 fn scalar<'py>(py: Python<'py>, dtype: DType, b: &[u8]) -> PyResult<Bound<'py, PyAny>> {
@@ -365,7 +368,9 @@ impl PyTensor {
                     .map_err(|_| PyValueError::new_err("stream must be None or an int"))?,
             ),
         };
-        let request = cuda::transfer_stream(tensor.device(), target, value)?;
+        // SAFETY: a `stream` integer from Python is the caller's promise that it names a live
+        // stream (DLPack's contract); dlbridge hands it to the driver as is.
+        let request = unsafe { cuda::transfer_stream(tensor.device(), target, value) }?;
         let moved = cuda::to_device(tensor, target, request)?;
         Bound::new(slf.py(), PyTensor(moved, slf.get().1.clone()))
     }
