@@ -59,6 +59,15 @@ def polars_source():
     return s, s.to_arrow().buffers()[1].address
 
 
+def dpnp_array():
+    """A float32 dpnp array in SYCL device memory, or a skip."""
+    dpnp = pytest.importorskip("dpnp")
+    try:
+        return dpnp.asarray(VALUES, dtype=dpnp.float32)
+    except Exception as exc:  # noqa: BLE001 - no SYCL device here
+        pytest.skip(f"dpnp has no device: {exc}")
+
+
 SOURCES = {
     "numpy": numpy_source,
     "torch": torch_source,
@@ -155,15 +164,70 @@ def test_strided_data_is_a_buffer_error_for_a_slice():
 
 
 def test_device_memory_is_a_buffer_error_naming_device_cpu():
-    dpnp = pytest.importorskip("dpnp")
-    try:
-        x = dpnp.arange(4, dtype=dpnp.float32)
-    except Exception as exc:  # noqa: BLE001 - no SYCL device here
-        pytest.skip(f"dpnp has no device: {exc}")
+    x = dpnp_array()
     with pytest.raises(BufferError, match='device="cpu"'):
         ex.total(x)
     # the Tensor itself keeps the device memory zero-copy; only host reads are refused
     assert str(ex.passthrough(x).device) == "oneapi:0"
+
+
+def test_host_total_takes_any_strides():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert ex.host_total(a[:, ::-2]) == float(a[:, ::-2].sum())
+    assert ex.host_total(a.T) == float(a.sum())
+    torch = pytest.importorskip("torch")
+    t = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    assert ex.host_total(t.t()) == float(t.sum())
+
+
+def test_host_total_copies_device_memory_to_the_host():
+    assert ex.host_total(dpnp_array()) == TOTAL
+
+
+def test_copy_false_refuses_device_memory():
+    x = dpnp_array()
+    with pytest.raises(BufferError):
+        ex.total_with(x, copy=False)
+    assert ex.total_with(x) == TOTAL
+    assert ex.total_with(np.array(VALUES, dtype=np.float32), copy=False) == TOTAL
+
+
+def test_scale_writes_numpy_and_torch_arrays_in_place():
+    a = np.array(VALUES, dtype=np.float32)
+    ex.scale(a, 2.0)
+    assert a.tolist() == [2 * v for v in VALUES]
+    torch = pytest.importorskip("torch")
+    t = torch.tensor(VALUES, dtype=torch.float32)
+    ex.scale(t, -1.0)
+    assert t.tolist() == [-v for v in VALUES]
+
+
+def test_scale_refuses_read_only_data():
+    a = np.array(VALUES, dtype=np.float32)
+    a.flags.writeable = False
+    with pytest.raises(BufferError, match="read-only"):
+        ex.scale(a, 2.0)
+    assert a.tolist() == VALUES
+    pa = pytest.importorskip("pyarrow")
+    with pytest.raises(BufferError):
+        ex.scale(pa.array(VALUES, type=pa.float32()), 2.0)
+
+
+def test_scale_refuses_device_memory_rather_than_writing_a_copy():
+    x = dpnp_array()
+    with pytest.raises(BufferError):
+        ex.scale(x, 2.0)
+    assert x.asnumpy().tolist() == VALUES
+
+
+def test_row_sums_views_any_strides_and_returns_without_a_copy():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    sums = ex.row_sums(a)
+    assert np.from_dlpack(sums).tolist() == a.sum(axis=1).tolist()
+    assert np.from_dlpack(sums).ctypes.data == sums.data_ptr
+    assert np.from_dlpack(ex.row_sums(a.T[::-1])).tolist() == a.T[::-1].sum(axis=1).tolist()
+    with pytest.raises(ValueError, match="2 or more dimensions"):
+        ex.row_sums(a[0])
 
 
 def test_it_exchanges_with_the_dlbridge_package_zero_copy():

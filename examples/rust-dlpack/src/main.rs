@@ -3,8 +3,8 @@
 //! The C library (`c/producer.c`, compiled by `build.rs`) hands out float32 matrices as
 //! DLPack 1.x managed tensors: malloc'ed data and shape, and a deleter that frees them. dlbridge
 //! takes ownership of such a tensor ([`ManagedTensor`]), validates it ([`Tensor::from_managed`])
-//! and reads it without a copy; the producer's deleter runs exactly once, when the last
-//! `Tensor` sharing the memory is dropped.
+//! and reads it without a copy, as a slice or as an `ndarray` view of any strides; the
+//! producer's deleter runs exactly once, when the last `Tensor` sharing the memory is dropped.
 
 use std::error::Error;
 use std::ffi::c_int;
@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use dlbridge::ffi::dlpack::DLManagedTensorVersioned;
 use dlbridge::{DType, ManagedTensor, Tensor};
+use ndarray::{arr1, arr2, Axis};
 
 extern "C" {
     /// `c/producer.c`: a `rows x cols` float32 matrix of `10 * r + c`, column-major when
@@ -86,9 +87,13 @@ fn main() -> Result<(), Box<dyn Error>> {
         columns.as_slice::<f32>().is_err(),
         "a slice needs C-contiguous data"
     );
-    let rows = columns.to_vec::<f32>()?; // any strides, copied out in row-major order
-    println!("a 2 x 3 column-major matrix, in row-major order: {rows:?}");
-    assert_eq!(rows, [0.0, 1.0, 2.0, 10.0, 11.0, 12.0]);
+    let view = columns.as_array::<f32>()?; // any strides, in place
+    println!("a 2 x 3 column-major matrix, viewed in place:\n{view}");
+    assert_eq!(
+        view,
+        arr2(&[[0.0, 1.0, 2.0], [10.0, 11.0, 12.0]]).into_dyn()
+    );
+    assert_eq!(view.sum_axis(Axis(1)), arr1(&[3.0, 33.0]).into_dyn());
     drop(columns);
     assert_eq!(DELETIONS.load(Ordering::SeqCst), 2);
 
@@ -117,6 +122,24 @@ mod tests {
             [0.0, 1.0, 10.0, 11.0]
         );
         drop(same_memory);
+        assert_eq!(DELETIONS.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn an_ndarray_view_reads_the_producer_memory_in_place() {
+        static DELETIONS: AtomicI32 = AtomicI32::new(0);
+        let columns = matrix_from_c(3, 2, Storage::ColumnMajor, &DELETIONS).unwrap();
+        let view = columns.as_array::<f32>().unwrap();
+        assert_eq!(view.as_ptr() as usize, columns.data_ptr());
+        assert_eq!(view.strides(), [1, 3]);
+        assert_eq!(view[[2, 1]], 21.0);
+        assert_eq!(
+            view.t(),
+            arr2(&[[0.0, 10.0, 20.0], [1.0, 11.0, 21.0]])
+                .into_dyn()
+                .view()
+        );
+        drop(columns);
         assert_eq!(DELETIONS.load(Ordering::SeqCst), 1);
     }
 
