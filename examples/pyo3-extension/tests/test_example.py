@@ -8,6 +8,7 @@ one, and bad input is refused with the exception dlbridge's Python package raise
 
 from __future__ import annotations
 
+import ast
 import gc
 import os
 import subprocess
@@ -273,3 +274,11 @@ def test_it_works_without_the_dlbridge_package():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok without dlbridge"
+
+
+def test_the_type_stub_covers_every_function():
+    stub = Path(ex.__file__).resolve().parent / "__init__.pyi"  # maturin ships it so
+    tree = ast.parse(stub.read_text())
+    stubbed = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    functions = {name for name in dir(ex.dlbridge_example) if not name.startswith("_")}
+    assert stubbed == functions
