@@ -9,6 +9,9 @@
 #      cargo clippy -p dlbridge --all-targets -- -D warnings   (the pure-Rust build)
 #      the ABI check: dlbridge's "pyo3" feature must not choose pyo3's abi3 (only the
 #      wheel's cdylib does), so that extensions depending on dlbridge keep their own choice
+#      the crate's API docs: cargo doc -p dlbridge --all-features --no-deps with
+#      RUSTDOCFLAGS=-D warnings (a broken intra-doc link fails), and the published crate's
+#      file list (cargo package --list: the license files and README must be in it)
 #   3. cargo test --workspace --exclude dlbridge-py --all-features
 #      cargo test -p dlbridge --no-default-features   (no CUDA loader, no Python)
 #      bash scripts/asan_test.sh: the core's unit tests under AddressSanitizer (nightly;
@@ -62,6 +65,21 @@ no_abi3_from_dlbridge() {
     fi
 }
 step no_abi3_from_dlbridge
+
+RUSTDOCFLAGS="-D warnings" step cargo doc -p dlbridge --all-features --no-deps
+
+# What `cargo publish` would upload: the manifest is valid and the crate carries its licenses.
+crate_has_licenses() {
+    local files
+    files="$(cargo package -p dlbridge --allow-dirty --no-verify --list)"
+    for f in LICENSE-MIT LICENSE-APACHE README.md; do
+        if ! grep -qx "$f" <<<"$files"; then
+            echo "test.sh: the packaged dlbridge crate lacks $f" >&2
+            return 1
+        fi
+    done
+}
+step crate_has_licenses
 
 # Rust tests with the "pyo3" feature link libpython: load the one the venv was made from.
 PY_LIBDIR="$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") or "")')"

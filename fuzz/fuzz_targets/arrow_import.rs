@@ -866,7 +866,9 @@ fn requested_schema_paths(view: SchemaView<'_>) {
         if let Ok(options) = ExportOptions::for_request(&tensor, view) {
             let exported = arrow_export(&tensor, &options).expect("export with options");
             let schema = Arc::new(exported.schema.export().unwrap());
-            let array = exported.array.export(exported.device);
+            // SAFETY: `arrow_export` built the array over the tensor's memory on `exported.device`,
+            // as its schema describes, kept alive by the owner the array carries.
+            let array = unsafe { exported.array.export(exported.device) };
             // SAFETY: exported together.
             let data = unsafe { ArrowData::new(schema, array) };
             let back = tensor_from_arrow(data, None).expect("re-import");

@@ -201,7 +201,9 @@ fuzz_target!(|input: Input| {
         }
     };
     let schema = Arc::new(exported.schema.export().expect("schema"));
-    let array = exported.array.export(exported.device);
+    // SAFETY: `arrow_export` built the array over the tensor's memory on `exported.device`,
+    // as its schema describes, kept alive by the owner the array carries.
+    let array = unsafe { exported.array.export(exported.device) };
     // SAFETY: exported together.
     let data = unsafe { ArrowData::new(schema, array) };
     let back = tensor_from_arrow(data, None).expect("arrow re-import");

@@ -427,8 +427,9 @@ impl fmt::Display for DType {
     }
 }
 
-/// Every dtype of the table (scalar, lanes = 1), for tests and enumeration.
-pub fn all_dtypes() -> impl Iterator<Item = DType> {
+/// Every dtype of the table (scalar, lanes = 1).
+#[cfg(test)]
+pub(crate) fn all_dtypes() -> impl Iterator<Item = DType> {
     TABLE.iter().map(|e| DType::scalar(e.code, e.bits))
 }
 

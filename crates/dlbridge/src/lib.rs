@@ -19,34 +19,141 @@
 //! # Ok::<(), dlbridge::Error>(())
 //! ```
 //!
-//! With the `pyo3` feature, [`python`] holds the whole Python face: capsules, buffer-protocol
-//! and array-interface import, and the `Tensor` class of the `dlbridge` Python module
-//! ([`python::module::register`]), so other PyO3 extensions share one implementation.
+//! # The API
 //!
-//! The modules form layers that import only downwards; docs/ARCHITECTURE.md draws them.
+//! - At the root: [`Tensor`] and what describes it ([`DType`], [`Device`], [`Layout`],
+//!   [`Order`]), the typed element types ([`Element`]), the DLPack managed tensor
+//!   ([`ManagedTensor`], exported with a [`Flavor`]), and the one error type ([`Error`]).
+//! - [`arrow`]: the Arrow C data and device interfaces, in ([`arrow::tensor_from_arrow`]) and
+//!   out ([`arrow::export`]), streams included.
+//! - [`cuda`]: CUDA transfers and DLPack stream semantics, with the driver loaded at run time.
+//! - [`ffi`]: the `#[repr(C)]` DLPack and Arrow structs, and the DLPack C exchange API table.
+//! - [`wire`] and `shared` (Linux): a tensor as bytes plus a checked description, and in
+//!   shared memory another process can map.
+//! - `python` (feature `pyo3`): `Tensor` as a PyO3 argument and return value, the argument
+//!   types `Import`, `HostTensor` and `WritableTensor`, and `register`, which adds the
+//!   `dlbridge` module's classes and functions to any module.
 //!
-//! Across processes: [`wire`] turns a tensor into one run of bytes plus a description that a
-//! receiver checks before viewing bytes it was handed; `shared` (Linux) puts a tensor in a memfd
-//! another process can map; [`cuda`] exports device memory through CUDA IPC.
+//! # Typed access
+//!
+//! A host tensor is read as Rust values of an [`Element`] type matching its dtype:
+//! [`Tensor::as_slice`] (C-contiguous data), [`Tensor::iter`] (any strides, in row-major
+//! order), [`Tensor::to_vec`] (a copy, any strides), and with the `ndarray` feature
+//! `Tensor::as_array` (an `ndarray::ArrayViewD`, any strides, negative ones included). Each
+//! checks the device, dtype, item size and alignment and returns an [`Error`] on a mismatch:
+//! never a read past the memory or a misaligned one.
+//!
+//! Mutable access ([`Tensor::as_slice_mut`], `Tensor::as_array_mut`) takes `&mut Tensor` and is
+//! given only when nothing else can see the memory ([`Tensor::check_exclusive`]): the tensor
+//! is writable, the memory is a copy made for it ([`Tensor::is_copied`]: [`Tensor::from_vec`],
+//! [`Tensor::zeros`], copies, an owned `ndarray` array) and no clone, view or export of it is
+//! alive. `Clone` shares the memory, so a cloned tensor is not mutable until its clones are
+//! dropped. Memory imported without a copy still belongs to its producer, who can read and
+//! write it: writing there goes through the `unsafe` [`Tensor::as_slice_mut_unchecked`],
+//! whose caller vouches that nothing else touches the elements meanwhile.
+//!
+//! # Lifetimes: who owns the memory
+//!
+//! A `Tensor` owns its memory through its [`Owner`], shared by all clones, views and exports:
+//! for a vector or array moved in, the vector; for an imported DLPack tensor, the producer's
+//! deleter; for an object imported from Python, the capsule, buffer view or object reference
+//! that keeps the producer's array alive. The memory is released when the last of them is
+//! dropped, on whatever thread that happens (references to Python objects are released with
+//! the GIL taken for the purpose). Views (`as_slice`, `iter`, `as_array`) borrow the `Tensor`
+//! and cannot outlive it; a `Tensor` itself may outlive the Python call it came from.
+//!
+//! # Threads
+//!
+//! `Tensor` is `Send` and `Sync`: the pointer it holds is only a description, and its owner is
+//! `Send + Sync`. Clones can be sent to other threads and read there. Reading a tensor with
+//! the GIL released is the way to do long work on it from a PyO3 function (see below); while
+//! the GIL is released, other Python threads can run, and one that writes the producer's array
+//! (a NumPy array passed in, say) races with the read. Import with a copy
+//! (`Import { copy: Some(true), .. }`) when the caller might do that.
+//!
+//! # In a PyO3 extension
+//!
+//! With the `pyo3` feature (pyo3 0.30), a `#[pyfunction]` takes any array as a `Tensor` — from
+//! NumPy, PyTorch, JAX, PyArrow, polars, CuPy, dpnp and anything else that speaks DLPack, the
+//! Arrow PyCapsule interface, the buffer protocol or the array interfaces — imported as
+//! `dlbridge.from_dlpack(x)` imports it, zero-copy when possible. A returned `Tensor` is a
+//! Python `Tensor` object that every consumer takes zero-copy (`numpy.from_dlpack`,
+//! `torch.from_dlpack`, `pyarrow.array`, the buffer protocol). A [`dlbridge::Error`](Error)
+//! becomes the Python exception its [`ErrorKind`] names (BufferError, ValueError, TypeError),
+//! with the way out in the message.
+//!
+//! ```no_run
+//! # #[cfg(feature = "pyo3")]
+//! # mod example {
+//! use dlbridge::Tensor;
+//! use pyo3::prelude::*;
+//!
+//! /// The sum of a float32 array from any library.
+//! #[pyfunction]
+//! fn total(x: Tensor) -> PyResult<f64> {
+//!     Ok(x.as_slice::<f32>()?.iter().map(|&v| v as f64).sum())
+//! }
+//!
+//! /// 0, 1, ..., n - 1 as float32, for numpy.from_dlpack or torch.from_dlpack.
+//! #[pyfunction]
+//! fn ramp(n: usize) -> PyResult<Tensor> {
+//!     Ok(Tensor::from_vec((0..n).map(|i| i as f32).collect(), &[n as i64])?)
+//! }
+//!
+//! /// The sum of any float64 array, strided or not, computed with the GIL released.
+//! #[pyfunction]
+//! fn strided_total(py: Python<'_>, x: Tensor) -> PyResult<f64> {
+//!     Ok(py.detach(|| x.iter::<f64>().map(|values| values.sum::<f64>()))?)
+//! }
+//!
+//! #[pymodule]
+//! fn myext(m: &Bound<'_, PyModule>) -> PyResult<()> {
+//!     m.add_function(wrap_pyfunction!(total, m)?)?;
+//!     m.add_function(wrap_pyfunction!(ramp, m)?)?;
+//!     m.add_function(wrap_pyfunction!(strided_total, m)?)?;
+//!     // Optional: the dlbridge module's own classes and functions (Tensor, from_dlpack...).
+//!     dlbridge::python::register(m)
+//! }
+//! # }
+//! ```
+//!
+//! The extension does not need the `dlbridge` Python package: the `Tensor` class is compiled
+//! into it (Python types belong to the binary that creates them, so the extension's `Tensor`
+//! and the package's are two types with one implementation, which import each other through
+//! DLPack, zero-copy). Other choices of `device=`, `copy=` and write access are argument
+//! types: `python::HostTensor` (copied to the host when elsewhere), `python::WritableTensor`
+//! (the caller's own writable memory, never a copy) and `python::Import` (any combination).
+//!
+//! # Features
+//!
+//! | feature | default | what |
+//! |---|---|---|
+//! | `cuda` | yes | CUDA transfers; the driver is loaded at run time, nothing links CUDA |
+//! | `pyo3` | no | the Python face (pyo3 0.30; the extension picks its own Python ABI) |
+//! | `ndarray` | no | `ndarray` views of host tensors and `Tensor::from(ndarray::Array)` (ndarray 0.17) |
+//!
+//! The minimum supported Rust version is 1.85.
+
+#![deny(missing_docs)]
 
 pub mod arrow;
 pub mod copy;
 pub mod cuda;
-pub mod device;
+mod device;
 mod dims;
-pub mod dtype;
-pub mod error;
-pub mod export;
+mod dtype;
+mod error;
+mod export;
 pub mod ffi;
 pub mod layout;
-pub mod managed;
+mod managed;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
 #[cfg(feature = "pyo3")]
 pub mod python;
 #[cfg(target_os = "linux")]
 pub mod shared;
-pub mod tensor;
+mod tensor;
 pub mod wire;
 
 pub use copy::Order;

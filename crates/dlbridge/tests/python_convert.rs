@@ -106,3 +106,41 @@ fn writable_arguments_refuse_what_needs_a_copy() {
         assert!(read.is_copied() && read.is_aligned());
     });
 }
+
+#[test]
+fn works_without_the_dlbridge_package() {
+    Python::initialize();
+    Python::attach(|py| {
+        let sys = py.import("sys").unwrap();
+        let modules = sys.getattr("modules").unwrap();
+        let saved = modules.get_item("dlbridge").ok();
+        // `import dlbridge` now raises ImportError, whatever is installed.
+        modules.set_item("dlbridge", py.None()).unwrap();
+        assert!(py.import("dlbridge").is_err());
+
+        let t = Tensor::from_vec(vec![1.5f64, 2.5], &[2]).unwrap();
+        let obj = t.into_pyobject(py).unwrap().into_any();
+        let view = py
+            .import("builtins")
+            .unwrap()
+            .getattr("memoryview")
+            .unwrap()
+            .call1((&obj,))
+            .unwrap();
+        assert_eq!(
+            view.call_method0("tolist")
+                .unwrap()
+                .extract::<Vec<f64>>()
+                .unwrap(),
+            [1.5, 2.5]
+        );
+        let capsule = obj.call_method0("__dlpack__").unwrap();
+        let back: Tensor = capsule.extract().unwrap();
+        assert_eq!(back.as_slice::<f64>().unwrap(), &[1.5, 2.5]);
+
+        match saved {
+            Some(m) => modules.set_item("dlbridge", m).unwrap(),
+            None => modules.del_item("dlbridge").unwrap(),
+        }
+    });
+}

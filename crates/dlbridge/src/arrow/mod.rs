@@ -44,7 +44,8 @@ pub use owned::{
     ArrowData, ArrowStruct, Owned, OwnedArray, OwnedDeviceStream, OwnedSchema, OwnedStream,
 };
 pub use stream::{export_device_stream, export_stream};
-pub use view::{fixed_width_bits, host_tensor, Node, SchemaView};
+pub use view::SchemaView;
+pub(crate) use view::{host_tensor, Node};
 
 use serde_json::Value;
 
@@ -63,7 +64,7 @@ pub const BOOL8: &str = "arrow.bool8";
 
 /// The Arrow format string of `dtype`'s storage (`bool` is stored as int8, `c`), if Arrow has
 /// a primitive type for it.
-pub fn format_of(dtype: DType) -> Option<&'static str> {
+pub(crate) fn format_of(dtype: DType) -> Option<&'static str> {
     if dtype.lanes() != 1 {
         return None;
     }
@@ -84,7 +85,7 @@ pub fn format_of(dtype: DType) -> Option<&'static str> {
 }
 
 /// The dtype of a primitive Arrow format (`b`, bit-packed boolean, gives `bool`).
-pub fn dtype_of_format(format: &str) -> Option<DType> {
+pub(crate) fn dtype_of_format(format: &str) -> Option<DType> {
     Some(match format {
         "b" => DType::BOOL,
         "c" => DType::INT8,

@@ -378,7 +378,7 @@ impl<'a> Node<'a> {
     ///
     /// # Safety
     /// `owner` must keep the array this node belongs to alive (for example, hold the `Arc` of
-    /// its [`ArrowData`]): the tensor points into the array's buffers and outlives this borrow.
+    /// its [`ArrowData`](crate::arrow::ArrowData)): the tensor points into the array's buffers and outlives this borrow.
     pub unsafe fn values_tensor(
         self,
         start: i64,

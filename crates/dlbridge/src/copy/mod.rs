@@ -16,7 +16,8 @@ mod simd;
 mod view;
 
 pub use buffer::HostBuffer;
-pub use kernel::PARALLEL_THRESHOLD;
+#[cfg(test)]
+use kernel::PARALLEL_THRESHOLD;
 
 use std::sync::Arc;
 

@@ -30,7 +30,7 @@ pub fn from_object(
 
 /// [`from_object`], with the names an Arrow `fixed_shape_tensor` gives its cell dimensions
 /// (`None` for every other import).
-pub fn from_object_named(
+pub(crate) fn from_object_named(
     obj: &Bound<'_, PyAny>,
     device: Option<Device>,
     copy: Option<bool>,
@@ -40,7 +40,7 @@ pub fn from_object_named(
 
 /// [`from_object_named`] for a caller that has already looked up `obj`'s protocols (`offers`;
 /// the lookup is then not repeated).
-pub fn from_object_with(
+pub(crate) fn from_object_with(
     obj: &Bound<'_, PyAny>,
     offers: Option<Protocols>,
     device: Option<Device>,
@@ -54,11 +54,11 @@ pub fn from_object_with(
 }
 
 /// The names of an Arrow `fixed_shape_tensor`'s cell dimensions, if it had some.
-pub type CellNames = Option<Vec<String>>;
+pub(crate) type CellNames = Option<Vec<String>>;
 
 /// Import without applying the copy policy (the producer may still have been asked for a copy
 /// on another device).
-pub fn import(
+pub(crate) fn import(
     obj: &Bound<'_, PyAny>,
     device: Option<Device>,
     copy: Option<bool>,
@@ -68,7 +68,7 @@ pub fn import(
 
 /// A NumPy array read in place, as its `__dlpack__` would describe it (on the CPU, so only
 /// when no other device is asked for); `None` for anything else, which takes the general path.
-pub fn numpy_array(
+pub(crate) fn numpy_array(
     obj: &Bound<'_, PyAny>,
     offers: &Protocols,
     device: Option<Device>,
@@ -308,7 +308,7 @@ fn call_dlpack(method: &Bound<'_, PyAny>, kwargs: &Bound<'_, PyDict>) -> PyResul
 /// Apply `device` / `copy` to an imported tensor: the tensor to use instead (a copy), or
 /// `None` to keep it as it is. Taking it by reference keeps the common no-copy path free of
 /// moves.
-pub fn apply_policy(
+pub(crate) fn apply_policy(
     tensor: &Tensor,
     device: Option<Device>,
     copy: Option<bool>,

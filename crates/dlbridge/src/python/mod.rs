@@ -6,13 +6,13 @@
 //! PyO3 extensions can also call [`import::from_object`] to turn any array-like into a
 //! [`Tensor`](crate::Tensor) and [`capsule::export`] to hand one out as a DLPack capsule.
 
-pub mod array_interface;
-pub mod arrow;
-pub mod buffer;
+pub(crate) mod array_interface;
+pub(crate) mod arrow;
+pub(crate) mod buffer;
 pub(crate) mod call;
 pub mod capsule;
-pub mod cuda_array_interface;
-pub mod errors;
+pub(crate) mod cuda_array_interface;
+pub(crate) mod errors;
 pub(crate) mod exchange;
 pub(crate) mod held;
 pub mod import;
