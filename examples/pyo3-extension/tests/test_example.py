@@ -214,6 +214,13 @@ def test_scale_refuses_read_only_data():
         ex.scale(pa.array(VALUES, type=pa.float32()), 2.0)
 
 
+def test_scale_refuses_strided_data_it_cannot_write_as_a_slice():
+    a = np.arange(8, dtype=np.float32)
+    with pytest.raises(BufferError, match="not C-contiguous"):
+        ex.scale(a[::2], 2.0)
+    assert a.tolist() == list(range(8))
+
+
 def test_scale_refuses_device_memory_rather_than_writing_a_copy():
     x = dpnp_array()
     with pytest.raises(BufferError):
