@@ -6,7 +6,7 @@
 # Builds into "${CARGO_TARGET_DIR:-target}/asan" (its own directory: the sanitizer flags do
 # not invalidate the normal build) for the host target given explicitly, as
 # -Zsanitizer=address requires. Runs `cargo test -p dlbridge --lib` with the default features
-# (no "pyo3": those tests load libpython, which is not built with the sanitizer).
+# and "ndarray" (no "pyo3": those tests load libpython, which is not built with the sanitizer).
 # LeakSanitizer is on (ASan's default on Linux): a test that leaks fails too.
 #
 # Needs a nightly toolchain ($DLBRIDGE_ASAN_TOOLCHAIN, default "nightly"); without one the
@@ -28,4 +28,4 @@ HOST="$(rustc "+$TOOLCHAIN" -vV | sed -n 's/^host: //p')"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}/asan"
 export RUSTFLAGS="-Zsanitizer=address"
 export RUSTDOCFLAGS="-Zsanitizer=address"
-exec cargo "+$TOOLCHAIN" test -p dlbridge --lib --target "$HOST" -- "$@"
+exec cargo "+$TOOLCHAIN" test -p dlbridge --lib --features ndarray --target "$HOST" -- "$@"

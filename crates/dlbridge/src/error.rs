@@ -20,6 +20,9 @@ pub enum ErrorKind {
 }
 
 /// Everything that can go wrong while importing, exporting or copying a tensor.
+///
+/// With the `pyo3` feature, `PyErr: From<Error>`: `?` in a PyO3 function raises the exception
+/// [`Error::kind`] names, with the way out in Python's words added to the message.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

@@ -6,6 +6,9 @@ use pyo3::PyErr;
 use crate::error::{Error, ErrorKind};
 use crate::ffi::dlpack::DLPACK_MINOR_VERSION;
 
+/// The Python exception [`ErrorKind`] names (`BufferError`, `ValueError` or `TypeError`), its
+/// message followed by what a Python caller can do about it (`copy=True`, `device="cpu"`,
+/// ...): `?` in a `#[pyfunction]` raises it.
 impl From<Error> for PyErr {
     fn from(e: Error) -> PyErr {
         let msg = match hint(&e) {
