@@ -19,6 +19,9 @@
 #      bash scripts/fuzz_smoke.sh (30 s per fuzz target; DLBRIDGE_SKIP_FUZZ=1 skips it)
 #      (dlbridge-py is a cdylib built with pyo3's extension-module: its test harness
 #      cannot link against libpython; it is covered by clippy and by pytest)
+#      bash scripts/examples.sh: build and test examples/ (a pure-Rust DLPack consumer of a C
+#      producer; a PyO3 extension built with maturin, with its own pytest), in the same cargo
+#      target directory (DLBRIDGE_SKIP_EXAMPLES=1 skips it)
 #   4. bash scripts/docs.sh: the documentation site in strict mode (a broken link fails)
 #   5. python -m pytest [PYTEST ARGS...]  with the venv's python and scripts/env.sh
 #      (dpnp's SYCL device); a per-test --timeout (DLBRIDGE_PYTEST_TIMEOUT, default 300 s)
@@ -90,6 +93,8 @@ step cargo test -p dlbridge --no-default-features
 
 # A short run of every fuzz target from its committed corpus (nightly, AddressSanitizer).
 [ "${DLBRIDGE_SKIP_FUZZ:-0}" = 1 ] || step bash scripts/fuzz_smoke.sh "${DLBRIDGE_FUZZ_SECONDS:-30}"
+
+[ "${DLBRIDGE_SKIP_EXAMPLES:-0}" = 1 ] || step bash scripts/examples.sh
 
 step bash scripts/docs.sh
 
