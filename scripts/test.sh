@@ -56,7 +56,7 @@ LD_LIBRARY_PATH="$PY_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 from importlib import metadata
 names = ["dlbridge", "numpy", "torch", "jax", "jaxlib", "pyarrow", "nanoarrow", "arro3-core",
          "array-api-strict", "apache-tvm-ffi", "ml_dtypes", "dpnp", "dpctl", "intel-opencl-rt",
-         "hypothesis", "pytest"]
+         "ray", "dask", "distributed", "hypothesis", "pytest"]
 def v(n):
     try:
         return metadata.version(n)
