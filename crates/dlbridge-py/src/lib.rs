@@ -48,6 +48,14 @@ fn copyto(dst: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
+/// The reconstructor that pickles of a Tensor name (see `Tensor.__reduce_ex__`): validates the
+/// metadata against the bytes of `payload` and views them.
+#[pyfunction]
+fn _rebuild(payload: &Bound<'_, PyAny>, metadata: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    let (tensor, names) = dlbridge::python::pickle::rebuild(payload, metadata)?;
+    Ok(PyTensor(tensor, names.map(Into::into)))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -63,6 +71,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDType>()?;
     m.add_class::<PyDevice>()?;
     m.add_function(wrap_pyfunction!(copyto, m)?)?;
+    m.add_function(wrap_pyfunction!(_rebuild, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::from_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(numpy::to_numpy, m)?)?;
     Ok(())

@@ -8,7 +8,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyComplex, PyDict, PyList, PyTuple};
 
 use dlbridge::export::Flavor;
-use dlbridge::python::{array_interface, buffer, capsule, cuda_array_interface, import, protocols};
+use dlbridge::python::{
+    array_interface, buffer, capsule, cuda_array_interface, import, pickle, protocols,
+};
 use dlbridge::{cuda, DType, Device, DeviceType, Order, Tensor, TypeCode};
 
 use crate::types::{parse_device, PyDType, PyDevice};
@@ -371,6 +373,17 @@ impl PyTensor {
         }
         let copy = slf.get().0.copy(Order::C)?;
         Bound::new(slf.py(), PyTensor(copy, slf.get().1.clone()))
+    }
+
+    /// Pickle support: the data travels out of band with protocol 5 and a `buffer_callback`
+    /// (zero-copy), in band otherwise (see `dlbridge.python.pickle` in the Rust crate).
+    fn __reduce_ex__<'py>(slf: &Bound<'py, Self>, protocol: i64) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let rebuild = py.import("dlbridge._native")?.getattr("_rebuild")?;
+        let (tensor, names) = (&slf.get().0, slf.get().1.as_deref());
+        pickle::reduce_ex(py, tensor, names, protocol, rebuild, |bytes| {
+            Ok(Bound::new(py, PyTensor(bytes, None))?.into_any())
+        })
     }
 
     /// `(device_type, device_id)` of the memory.

@@ -36,6 +36,7 @@ pub mod layout;
 #[cfg(feature = "pyo3")]
 pub mod python;
 pub mod tensor;
+pub mod wire;
 
 pub use copy::Order;
 pub use device::{Device, DeviceType};

@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::layout::{Layout, MAX_NDIM};
 use crate::python::errors::buffer_error;
 use crate::python::held::with_gil;
-use crate::tensor::Tensor;
+use crate::tensor::{Owner, Tensor};
 
 /// A `Py_buffer` obtained with `PyObject_GetBuffer`, released (under the GIL) on drop.
 struct HeldBuffer(Box<ffi::Py_buffer>);
@@ -116,6 +116,20 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
             Arc::new(held),
         )
     }?)
+}
+
+/// The bytes of a contiguous buffer-protocol exporter (any format, read as plain bytes): their
+/// address, length and read-only flag, and an owner that keeps them valid until it is dropped.
+pub fn contiguous_bytes(obj: &Bound<'_, PyAny>) -> PyResult<(*mut u8, usize, bool, Owner)> {
+    let mut view = Box::new(ffi::Py_buffer::new());
+    // SAFETY: `view` is a zeroed Py_buffer we own; on success it must be released (HeldBuffer).
+    if unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, ffi::PyBUF_SIMPLE) } != 0 {
+        return Err(PyErr::fetch(obj.py()));
+    }
+    let held = HeldBuffer(view);
+    let len = usize::try_from(held.0.len).map_err(|_| buffer_error("negative buffer length"))?;
+    let (data, readonly) = (held.0.buf.cast::<u8>(), held.0.readonly != 0);
+    Ok((data, len, readonly, Arc::new(held)))
 }
 
 /// Byte strides -> element strides. A byte stride that is not a multiple of the item size is a

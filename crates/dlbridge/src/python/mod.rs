@@ -16,5 +16,6 @@ pub mod held;
 pub mod import;
 pub mod interface_dict;
 pub mod numpy_api;
+pub mod pickle;
 pub mod protocols;
 pub mod torch;
