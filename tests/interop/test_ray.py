@@ -22,7 +22,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import dlbridge  # noqa: E402
-from dlb_testing import make, raw_values  # noqa: E402
+from dlb_testing import make, make_tensor, raw_values  # noqa: E402
 
 #: Big enough that Ray's store holds it (not inlined): 4 MiB.
 BIG = (1024, 1024)
@@ -51,12 +51,6 @@ def mapping_of(address: int) -> str:
             if lo <= address < hi:
                 return line.strip()
     raise AssertionError(f"address {address:#x} is not mapped")
-
-
-def bfloat16_tensor(shape) -> dlbridge.Tensor:
-    """A bfloat16 Tensor (NumPy cannot export bfloat16 through DLPack: its bits as uint16)."""
-    bits = make("bfloat16", shape).view(np.uint16)
-    return dlbridge.from_dlpack(bits).view("bfloat16")
 
 
 def named_tensor() -> dlbridge.Tensor:
@@ -101,7 +95,7 @@ def test_got_tensor_keeps_the_object_alive_after_its_ref_is_dropped():
               "float8_e4m3fn", "bfloat16"]
 )
 def test_every_dtype_round_trips_exactly(dtype, shape):
-    source = bfloat16_tensor(shape) if dtype == "bfloat16" else dlbridge.from_dlpack(make(dtype, shape))
+    source = make_tensor(dtype, shape)
     got = ray.get(ray.put(source))
     assert (got.shape, got.strides, got.dtype.name) == (source.shape, source.strides, dtype)
     np.testing.assert_array_equal(raw_values(got, dtype), raw_values(source, dtype))
