@@ -15,6 +15,8 @@ The public API:
   asked; :func:`explain` returns its :class:`Plan` without running it.
 - :func:`to_numpy`, :func:`to_memoryview` and :func:`to_host` bring any array to the host;
   :func:`describe` says what dlbridge sees in any object.
+- Tensors pickle (zero-copy out of band with protocol 5); :func:`to_shared` puts one in shared
+  memory that ``multiprocessing`` sends to other processes as a handle.
 """
 
 from ._native import (
@@ -26,11 +28,13 @@ from ._native import (
     copyto,
     from_arrow,
     from_dlpack,
+    to_shared,
 )
 from .convert import convert, explain
 from .describe import describe
 from .host import to_host, to_memoryview, to_numpy
 from .plan import Plan
+from . import _processes  # noqa: F401 - registers the multiprocessing reduction
 
 __all__ = [
     "DLPACK_VERSION",
@@ -48,4 +52,5 @@ __all__ = [
     "to_host",
     "to_memoryview",
     "to_numpy",
+    "to_shared",
 ]

@@ -10,8 +10,9 @@ mod tensor;
 mod types;
 
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
-use dlbridge::python::import;
+use dlbridge::python::{import, shared};
 use dlbridge::Device;
 
 use crate::tensor::{import_object, PyTensor};
@@ -56,6 +57,32 @@ fn _rebuild(payload: &Bound<'_, PyAny>, metadata: &Bound<'_, PyAny>) -> PyResult
     Ok(PyTensor(tensor, names.map(Into::into)))
 }
 
+/// `dlbridge.to_shared(x, /)`: a copy of `x` (imported like `from_dlpack`) in shared memory
+/// that `multiprocessing` sends to other processes as a handle rather than as data.
+#[pyfunction]
+fn to_shared(x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    let PyTensor(tensor, names) = match x.cast::<PyTensor>() {
+        Ok(t) => PyTensor(t.get().0.clone(), t.get().1.clone()),
+        Err(_) => import_object(x, None, None)?,
+    };
+    Ok(PyTensor(shared::to_shared(&tensor)?, names))
+}
+
+/// The memfd handle of a shared tensor, `(fd, length, metadata)`, or None (see `to_shared`).
+#[pyfunction]
+fn _shared_handle<'py>(
+    t: &Bound<'py, PyTensor>,
+) -> PyResult<Option<(i32, usize, Bound<'py, PyTuple>)>> {
+    shared::handle(t.py(), &t.get().0, t.get().1.as_deref())
+}
+
+/// Map the memfd `fd` (duplicated; the caller closes its own) sent by `_shared_handle`.
+#[pyfunction]
+fn _map_shared(fd: i32, length: usize, metadata: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+    let (tensor, names) = shared::map(fd, length, metadata)?;
+    Ok(PyTensor(tensor, names.map(Into::into)))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
@@ -72,6 +99,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDevice>()?;
     m.add_function(wrap_pyfunction!(copyto, m)?)?;
     m.add_function(wrap_pyfunction!(_rebuild, m)?)?;
+    m.add_function(wrap_pyfunction!(to_shared, m)?)?;
+    m.add_function(wrap_pyfunction!(_shared_handle, m)?)?;
+    m.add_function(wrap_pyfunction!(_map_shared, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::from_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(numpy::to_numpy, m)?)?;
     Ok(())

@@ -127,6 +127,9 @@ pub enum Error {
         /// The driver's description.
         message: String,
     },
+    /// Shared memory could not be made, mapped or recognised.
+    #[error("shared memory: {0}")]
+    SharedMemory(String),
 }
 
 impl Error {

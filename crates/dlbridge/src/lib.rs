@@ -35,6 +35,8 @@ mod fixed_shape_json;
 pub mod layout;
 #[cfg(feature = "pyo3")]
 pub mod python;
+#[cfg(target_os = "linux")]
+pub mod shared;
 pub mod tensor;
 pub mod wire;
 

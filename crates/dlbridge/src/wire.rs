@@ -196,6 +196,7 @@ mod tests {
         let bytes = bytes_of(&t).unwrap();
         assert_eq!(bytes.shape(), &[24]);
         assert_eq!(bytes.data_ptr(), t.data_ptr());
+        // SAFETY: the 24 bytes of `t` stay valid while `bytes` (the owner) holds its memory.
         let back = unsafe {
             from_bytes(
                 bytes.data_ptr() as *mut u8,

@@ -18,4 +18,5 @@ pub mod interface_dict;
 pub mod numpy_api;
 pub mod pickle;
 pub mod protocols;
+pub mod shared;
 pub mod torch;
