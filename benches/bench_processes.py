@@ -250,7 +250,7 @@ def send_group(nbytes: int, mods: dict[str, Any], worker: Worker) -> Group:
         "send to a worker process through a multiprocessing queue, get the checksum back",
         fmt_size(nbytes), sides,
         targets={"numpy.ndarray (plain pickle)": 0.05, "torch share_memory_()": 1.0},
-        note="The worker reads every byte (a uint64 sum) in all three cases. The shared "
+        note="the worker reads every byte (a uint64 sum) in all three cases. The shared "
         "memory (to_shared, share_memory_) is made once before timing, not per sample.",
     )
 
@@ -276,11 +276,16 @@ def ray_group(nbytes: int, mods: dict[str, Any]) -> Group:
         title, fmt_size(nbytes),
         [ours, Side("numpy.ndarray", loop_sample("ray.get(np_ref)", ns, FAST_CALLS))],
         targets={"numpy.ndarray": 1.2},
-        note="Both come back as read-only zero-copy views of the store's shared memory.",
+        note="both come back as read-only zero-copy views of the store's shared memory.",
     )
 
 
 # ---------------------------------------------------------------------------- report
+
+
+def fmt_small_ratio(r: float | None) -> str:
+    """Like ``fmt_ratio``, with two significant digits below 0.1 (``0.0041x``)."""
+    return f"{r:.2g}x" if r is not None and r < 0.1 else fmt_ratio(r)
 
 
 def ratio(ours: Side, peer: Side) -> float | None:
@@ -308,6 +313,7 @@ def report(groups: list[Group], params: dict[str, Any], mods: dict[str, Any], co
         f"- dlbridge commit {git_rev()}; extension {native_build(mods['dlbridge'])}",
         f"- CPU: {cpu_model()} ({os.cpu_count()} logical CPUs); load average at start: "
         f"{params['load']}, at end: {loadavg()}",
+        *([f"- note: {params['note']}"] if params["note"] else []),
         "",
         "Time per round trip, min / median; ratio = dlbridge median / peer median (below 1 is "
         "faster).",
@@ -323,7 +329,7 @@ def report(groups: list[Group], params: dict[str, Any], mods: dict[str, Any], co
             verdict = "" if target is None else f"≤ {target:g}x" + (
                 "" if r is None else (" met" if r <= target else " **missed**"))
             lines.append(f"| {g.title} | {g.size} | `{ours.label}` | `{peer.label}` | "
-                         f"{ours.cell()} | {peer.cell()} | {fmt_ratio(r)} | {verdict} |")
+                         f"{ours.cell()} | {peer.cell()} | {fmt_small_ratio(r)} | {verdict} |")
     lines += ["", "Notes:", ""]
     seen = set()
     for g in groups:
@@ -341,10 +347,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, few samples (writes processes-quick.md)")
     ap.add_argument("--only", choices=["pickle", "send", "ray"], help="run one group only")
+    ap.add_argument("--note", help="a line for the header, e.g. what else ran on the machine")
     ap.add_argument("--out", type=Path, help="where to write the Markdown")
     ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args(argv)
-    params: dict[str, Any] = dict(QUICK if args.quick else FULL, load=loadavg())
+    params: dict[str, Any] = dict(QUICK if args.quick else FULL, load=loadavg(), note=args.note)
     mods = libraries()
     groups: list[Group] = []
 
