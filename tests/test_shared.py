@@ -248,7 +248,8 @@ class TensorDataset:
 
 # ----------------------------------------------------------------------------- untrusted handles
 def shared_metadata(s):
-    fd, length, metadata = dlbridge._native._shared_handle(s)
+    kind, fd, length, metadata = dlbridge._native._shared_handle(s)
+    assert kind == "memfd"
     return fd, length, list(metadata)
 
 
@@ -305,3 +306,40 @@ def test_to_shared_of_a_oneapi_tensor_is_refused():
     dpnp = require_sycl()
     with pytest.raises(BufferError, match="oneapi"):
         dlbridge.to_shared(dlbridge.from_dlpack(dpnp.arange(4.0)))
+
+
+def test_to_shared_of_a_cuda_tensor_without_a_driver_is_refused():
+    # A hand-built DLPack capsule tagged kDLCUDA whose pointer is host memory: a test double
+    # for a GPU array; without a driver nothing is ever read through it.
+    backing = np.zeros(4, dtype=np.float32)
+    producer = FakeManagedTensor(data=backing, shape=(4,), strides=(1,), device=(2, 0))
+    t = dlbridge.from_dlpack(producer.capsule())
+    with pytest.raises(BufferError, match="CUDA"):
+        dlbridge.to_shared(t)
+    del t
+    producer.finalize()
+
+
+def cuda_ipc_metadata():
+    """Metadata as a process with CUDA device 0 would send it for a (4,) float32 tensor."""
+    host = dlbridge.to_shared(np.zeros(4, dtype=np.float32))
+    _, _, _, metadata = dlbridge._native._shared_handle(host)
+    return metadata[:-1] + ((2, 0),)
+
+
+def test_cuda_ipc_handle_without_a_driver_is_refused_naming_the_device():
+    with pytest.raises(BufferError, match="cuda:0"):
+        dlbridge._native._open_cuda_ipc(b"\0" * 64, 16, cuda_ipc_metadata())
+
+
+@pytest.mark.parametrize("handle", [b"", b"\0" * 63, b"\0" * 65])
+def test_cuda_ipc_handle_of_the_wrong_size_is_refused(handle):
+    with pytest.raises(ValueError, match="64 bytes"):
+        dlbridge._native._open_cuda_ipc(handle, 16, cuda_ipc_metadata())
+
+
+def test_cuda_ipc_handle_is_not_opened_by_its_own_process():
+    from dlbridge._processes import _rebuild_cuda_ipc
+
+    with pytest.raises(BufferError, match="process that shared it"):
+        _rebuild_cuda_ipc(os.getpid(), b"\0" * 64, 16, cuda_ipc_metadata())

@@ -57,8 +57,10 @@ fn _rebuild(payload: &Bound<'_, PyAny>, metadata: &Bound<'_, PyAny>) -> PyResult
     Ok(PyTensor(tensor, names.map(Into::into)))
 }
 
-/// `dlbridge.to_shared(x, /)`: a copy of `x` (imported like `from_dlpack`) in shared memory
-/// that `multiprocessing` sends to other processes as a handle rather than as data.
+/// `dlbridge.to_shared(x, /)`: `x` (imported like `from_dlpack`) in memory that other
+/// processes on this machine can open, which `multiprocessing` sends as a handle rather than
+/// as data: host data copied once into anonymous shared memory (a Linux memfd), CUDA device
+/// data exported in place through CUDA IPC (the source must then outlive every receiver).
 #[pyfunction]
 fn to_shared(x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     let PyTensor(tensor, names) = match x.cast::<PyTensor>() {
@@ -68,11 +70,10 @@ fn to_shared(x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     Ok(PyTensor(shared::to_shared(&tensor)?, names))
 }
 
-/// The memfd handle of a shared tensor, `(fd, length, metadata)`, or None (see `to_shared`).
+/// The handle of a shared tensor, `("memfd", fd, length, metadata)` or
+/// `("cuda_ipc", handle, allocation_size, metadata)`, or None (see `to_shared`).
 #[pyfunction]
-fn _shared_handle<'py>(
-    t: &Bound<'py, PyTensor>,
-) -> PyResult<Option<(i32, usize, Bound<'py, PyTuple>)>> {
+fn _shared_handle<'py>(t: &Bound<'py, PyTensor>) -> PyResult<Option<Bound<'py, PyTuple>>> {
     shared::handle(t.py(), &t.get().0, t.get().1.as_deref())
 }
 
@@ -80,6 +81,17 @@ fn _shared_handle<'py>(
 #[pyfunction]
 fn _map_shared(fd: i32, length: usize, metadata: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
     let (tensor, names) = shared::map(fd, length, metadata)?;
+    Ok(PyTensor(tensor, names.map(Into::into)))
+}
+
+/// Open a CUDA IPC handle sent by `_shared_handle` (in another process than the sender).
+#[pyfunction]
+fn _open_cuda_ipc(
+    handle: &[u8],
+    allocation_size: usize,
+    metadata: &Bound<'_, PyAny>,
+) -> PyResult<PyTensor> {
+    let (tensor, names) = shared::open_cuda(handle, allocation_size, metadata)?;
     Ok(PyTensor(tensor, names.map(Into::into)))
 }
 
@@ -102,6 +114,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(to_shared, m)?)?;
     m.add_function(wrap_pyfunction!(_shared_handle, m)?)?;
     m.add_function(wrap_pyfunction!(_map_shared, m)?)?;
+    m.add_function(wrap_pyfunction!(_open_cuda_ipc, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::from_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(numpy::to_numpy, m)?)?;
     Ok(())

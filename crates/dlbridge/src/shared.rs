@@ -210,7 +210,7 @@ mod tests {
 
     #[test]
     fn shared_copy_has_the_values_and_is_recognised() {
-        let t = Tensor::from_vec((0..12).map(|x| x as i32).collect(), &[3, 4]).unwrap();
+        let t = Tensor::from_vec((0..12).collect::<Vec<i32>>(), &[3, 4]).unwrap();
         let s = to_shared(&t).unwrap();
         assert_eq!(s.to_vec::<i32>().unwrap(), t.to_vec::<i32>().unwrap());
         let (memory, description) = handle(&s).unwrap();

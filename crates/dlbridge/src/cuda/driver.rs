@@ -49,6 +49,18 @@ pub(crate) const CU_MEMORYTYPE_HOST: c_uint = 1;
 pub(crate) const CU_MEMORYTYPE_DEVICE: c_uint = 2;
 /// `CU_MEMORYTYPE_UNIFIED`.
 pub(crate) const CU_MEMORYTYPE_UNIFIED: c_uint = 4;
+/// `CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS`.
+pub(crate) const CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS: c_uint = 0x1;
+/// Bytes of a `CUipcMemHandle`.
+pub(crate) const CU_IPC_HANDLE_SIZE: usize = 64;
+
+/// `CUipcMemHandle`: names one device allocation to other processes (passed by value).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CuIpcMemHandle {
+    pub(crate) reserved: [u8; CU_IPC_HANDLE_SIZE],
+}
+
 /// `CU_STREAM_CAPTURE_STATUS_NONE`.
 pub(crate) const CU_STREAM_CAPTURE_STATUS_NONE: c_int = 0;
 
@@ -120,6 +132,10 @@ api! {
     cuEventSynchronize: fn(CuEvent);
     cuEventDestroy_v2: fn(CuEvent);
     cuPointerGetAttribute: fn(*mut c_void, c_int, CuDevicePtr);
+    cuMemGetAddressRange_v2: fn(*mut CuDevicePtr, *mut usize, CuDevicePtr);
+    cuIpcGetMemHandle: fn(*mut CuIpcMemHandle, CuDevicePtr);
+    cuIpcOpenMemHandle_v2: fn(*mut CuDevicePtr, CuIpcMemHandle, c_uint);
+    cuIpcCloseMemHandle: fn(CuDevicePtr);
     cuGetErrorName: fn(CuResult, *mut *const c_char);
     cuGetErrorString: fn(CuResult, *mut *const c_char);
 }

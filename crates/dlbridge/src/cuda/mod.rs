@@ -17,6 +17,8 @@
 //! - [`transfer_stream`] validates the `stream` of a transfer, [`wait_raw_event`] waits for a
 //!   foreign `cudaEvent_t` (Arrow's `sync_event`);
 //! - the driver's view of an address: [`pointer_info`], [`device_of_pointer`];
+//! - CUDA IPC: [`to_ipc_shared`] exports a tensor's allocation, [`ipc_handle`] reads the
+//!   handle back, [`open_ipc_handle`] opens it in another process;
 //! - handles: [`Stream`], [`Event`].
 //!
 //! Contexts: dlbridge uses each device's primary context (what the CUDA runtime, PyTorch and
@@ -24,10 +26,12 @@
 //! current context afterwards, so no device switch leaks.
 
 mod driver;
+mod ipc;
 mod memory;
 mod stream;
 mod transfer;
 
+pub use ipc::{ipc_handle, open_ipc_handle, to_ipc_shared, IpcHandle};
 pub use memory::{device_of_pointer, pointer_info, MemoryKind, PointerInfo};
 pub use stream::{import_stream, parse_stream, wait_raw_event, Event, Stream, StreamRequest};
 pub use transfer::{

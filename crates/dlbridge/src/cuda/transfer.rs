@@ -225,7 +225,7 @@ fn ready_event(tensor: &Tensor) -> Option<&Event> {
 }
 
 /// Before the host reads `tensor` (managed memory dlbridge filled asynchronously).
-fn wait_host_readable(tensor: &Tensor) -> Result<()> {
+pub(crate) fn wait_host_readable(tensor: &Tensor) -> Result<()> {
     ready_event(tensor).map_or(Ok(()), Event::synchronize)
 }
 

@@ -3,15 +3,21 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyBytes, PyTuple};
 
-use crate::device::Device;
+use crate::cuda;
+use crate::device::{Device, DeviceType};
 use crate::error::{Error, Result};
+use crate::python::errors::buffer_error;
 use crate::python::pickle::Metadata;
 use crate::tensor::Tensor;
 
-/// A copy of `t` in memory other processes can map: a memfd for host data (Linux only).
+/// `t` in memory other processes can open: host data copied into a memfd (Linux only), CUDA
+/// device data exported in place through CUDA IPC.
 pub fn to_shared(t: &Tensor) -> Result<Tensor> {
+    if t.device().kind == DeviceType::CUDA {
+        return cuda::to_ipc_shared(t);
+    }
     #[cfg(target_os = "linux")]
     {
         crate::shared::to_shared(t)
@@ -27,14 +33,32 @@ pub fn to_shared(t: &Tensor) -> Result<Tensor> {
     }
 }
 
-/// For a tensor made by [`to_shared`] (or a view of one): `(fd, length, metadata)`, where `fd`
-/// is the memfd to duplicate into the receiver and `metadata` describes `t` within its
-/// `length` bytes; `None` for any other tensor.
+/// For a tensor made by [`to_shared`] (or a view of one), what `multiprocessing` sends:
+/// `("memfd", fd, length, metadata)`, where `fd` is the memfd to duplicate into the receiver,
+/// or `("cuda_ipc", handle, allocation_size, metadata)`; `metadata` describes `t` within those
+/// bytes. `None` for any other tensor.
 pub fn handle<'py>(
     py: Python<'py>,
     t: &Tensor,
     dim_names: Option<&[String]>,
-) -> PyResult<Option<(i32, usize, Bound<'py, PyTuple>)>> {
+) -> PyResult<Option<Bound<'py, PyTuple>>> {
+    let names = dim_names.map(<[String]>::to_vec);
+    if let Some(ipc) = cuda::ipc_handle(t) {
+        let metadata = Metadata {
+            description: ipc.description,
+            readonly: t.readonly(),
+            dim_names: names,
+            device: ipc.device,
+        };
+        let handle = PyBytes::new(py, &ipc.handle);
+        let fields = (
+            "cuda_ipc",
+            handle,
+            ipc.allocation_size,
+            metadata.to_tuple(py)?,
+        );
+        return Ok(Some(fields.into_pyobject(py)?));
+    }
     #[cfg(target_os = "linux")]
     {
         let Some((memory, description)) = crate::shared::handle(t) else {
@@ -43,18 +67,20 @@ pub fn handle<'py>(
         let metadata = Metadata {
             description,
             readonly: t.readonly(),
-            dim_names: dim_names.map(<[String]>::to_vec),
+            dim_names: names,
             device: Device::CPU,
         };
-        Ok(Some((
+        let fields = (
+            "memfd",
             memory.raw_fd(),
             memory.len(),
             metadata.to_tuple(py)?,
-        )))
+        );
+        Ok(Some(fields.into_pyobject(py)?))
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = (py, t, dim_names);
+        let _ = (py, names);
         Ok(None)
     }
 }
@@ -102,4 +128,35 @@ pub fn map(
         let _ = (fd, length);
         Err(Error::SharedMemory("shared memory needs Linux".to_owned()).into())
     }
+}
+
+/// The receiving side of a `"cuda_ipc"` [`handle`]: open the CUDA IPC `handle` (64 bytes) of an
+/// allocation of `allocation_size` bytes on the device `metadata` names, and view the tensor it
+/// describes (checked to stay inside the allocation). Fails in the process that exported it.
+pub fn open_cuda(
+    handle: &[u8],
+    allocation_size: usize,
+    metadata: &Bound<'_, PyAny>,
+) -> PyResult<(Tensor, Option<Vec<String>>)> {
+    let metadata = Metadata::from_tuple(metadata)?;
+    let handle: [u8; 64] = handle.try_into().map_err(|_| {
+        PyValueError::new_err(format!(
+            "a CUDA IPC handle has 64 bytes, not {}",
+            handle.len()
+        ))
+    })?;
+    let ipc = cuda::IpcHandle {
+        handle,
+        allocation_size,
+        device: metadata.device,
+        description: metadata.description,
+    };
+    let device = ipc.device;
+    let tensor = cuda::open_ipc_handle(&ipc, metadata.readonly).map_err(|e| {
+        buffer_error(format!(
+            "cannot open the CUDA IPC handle of a tensor on {device} here ({e}); it must be \
+             opened on a machine with {device}, in another process than the one that shared it"
+        ))
+    })?;
+    Ok((tensor, metadata.dim_names))
 }
