@@ -140,6 +140,9 @@ def test_tensors_as_task_arguments_and_return_values():
         "dim_names": ("", "H", "W"), "pid": info["pid"],
         "sum": float(np.from_dlpack(source).astype(np.float64).sum()),
     }
+    # a writable Tensor too reaches the worker as a read-only view of the store
+    writable = dlbridge.from_dlpack(make("float32", BIG))
+    assert ray.get(describe.remote(writable))["readonly"] is True
     for shape in [(3, 4), BIG]:  # an inlined reply and one through the store
         ref = make("int32", shape)
         back = ray.get(doubled.remote(dlbridge.from_dlpack(ref)))
