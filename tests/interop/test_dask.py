@@ -6,8 +6,10 @@ Peer facts this file relies on (distributed 2026.8): ``distributed.protocol.seri
 protocol 5 and a buffer callback: each out-of-band buffer becomes its own frame (a memoryview of
 the object's memory) and the header records whether it was writable; on load a writable frame
 for a read-only buffer is only flagged read-only, a read-only frame for a writable buffer is
-copied. dlbridge registers no Dask serializer: its pickling already gives Dask one frame over
-the Tensor's memory. Task functions are defined inside the tests (cloudpickle sends them by
+copied. The TCP comm reads the first buffer of a message into the same allocation as the
+message's header, so that frame's address is usually not a multiple of 8. dlbridge registers
+no Dask serializer: its pickling already gives Dask one frame over the Tensor's memory (a
+serializer could not move the frame's address either). Task functions are defined inside the tests (cloudpickle sends them by
 value: the workers cannot import this module).
 """
 
@@ -69,6 +71,19 @@ def test_serialize_puts_the_tensor_memory_in_one_frame_and_loads_views_it(readon
     np.testing.assert_array_equal(np.from_dlpack(back), ref)
 
 
+def test_a_frame_unaligned_for_the_item_size_is_realigned_by_one_copy():
+    """Dask's TCP comm reads the first buffer of a message together with the message header
+    into one allocation, so a frame usually arrives at an address that is not a multiple of
+    the item size; the loaded Tensor is then an aligned copy (as every unaligned import is)."""
+    ref = make("float64", (64, 32))
+    header, frames = serialize(dlbridge.from_dlpack(ref))
+    arrived = memoryview(bytearray(frames[1].nbytes + 3))[3:]  # the frame at an odd address
+    arrived[:] = frames[1].cast("B")
+    back = deserialize(header, [frames[0], arrived])
+    assert back.is_copied and back.data_ptr % 8 == 0 and back.data_ptr != address(arrived)
+    np.testing.assert_array_equal(np.from_dlpack(back), ref)
+
+
 def test_message_frames_carry_the_tensor_memory():
     """What a comm sends: ``dumps`` of a message with a Tensor gives frames, one of them the
     Tensor's own memory; ``loads`` of frames that arrived builds a Tensor over them."""
@@ -88,6 +103,7 @@ def test_message_frames_carry_the_tensor_memory():
 # --------------------------------------------------------------------------------------------
 def test_scatter_submit_gather(client):
     def total(t):
+        assert t.data_ptr % t.itemsize == 0  # aligned, whatever address Dask's frame had
         return int(np.from_dlpack(t).sum(dtype=np.int64)), os.getpid()
 
     def doubled(t):
