@@ -60,7 +60,7 @@ from harness import (  # noqa: E402 - benches/ is put on sys.path just above
 MiB = 1 << 20
 FULL = {
     "pickle_sizes": [MiB, 256 * MiB], "pickle_samples": 21,
-    "send_size": 1024 * MiB, "send_samples": 7,
+    "send_size": 1024 * MiB, "send_samples": 11,
     "ray_size": 256 * MiB, "ray_samples": 21,
 }
 QUICK = {
@@ -72,6 +72,9 @@ QUICK = {
 #: copies the data, so its rows use fewer.
 FAST_CALLS = 200
 COPYING_CALLS = 2
+#: Round trips dropped before timing a shared-memory side: the first ones are slower and
+#: erratic (the worker's first import of the library, the kernel settling the mappings).
+SHARED_WARMUP = 5
 
 
 @dataclass
@@ -80,6 +83,7 @@ class Side:
 
     label: str
     sample: Callable[[], float] | None = None
+    warmup: int = 1  # samples taken and dropped before timing (the first also checks it works)
     times: list[float] = field(default_factory=list)
     error: str | None = None
     skipped: str | None = None
@@ -122,14 +126,16 @@ def fmt_size(nbytes: int) -> str:
 
 
 def measure(group: Group, samples: int) -> None:
-    """Try every side once, then take ``samples`` interleaved samples of those that work."""
+    """Warm every side up (its first call also tells whether it works), then take ``samples``
+    interleaved samples of those that work."""
     fns: list[Callable[[], float] | None] = []
     for side in group.sides:
         if side.sample is None or side.error:
             fns.append(None)
             continue
         try:
-            side.sample()
+            for _ in range(side.warmup):
+                side.sample()
         except Exception as exc:  # noqa: BLE001 - reported in the table
             side.error = error_name(exc)
             print(f"  {side.label}: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -237,7 +243,8 @@ def send_group(nbytes: int, mods: dict[str, Any], worker: Worker) -> Group:
         sides.append(Side("dlbridge.to_shared(t)", skipped="this dlbridge has no to_shared"))
     else:
         shared = to_shared(dlbridge.from_dlpack(source))
-        sides.append(Side("dlbridge.to_shared(t)", lambda: worker.round_trip(shared, want)))
+        sides.append(Side("dlbridge.to_shared(t)", lambda: worker.round_trip(shared, want),
+                          warmup=SHARED_WARMUP))
     sides.append(Side("numpy.ndarray (plain pickle)", lambda: worker.round_trip(source, want)))
     if torch is None:
         sides.append(Side("torch share_memory_()", skipped="torch not installed"))
@@ -245,7 +252,8 @@ def send_group(nbytes: int, mods: dict[str, Any], worker: Worker) -> Group:
         import torch.multiprocessing  # noqa: F401 - registers torch's shared-memory reductions
 
         torch_shared = torch.from_numpy(source.copy()).share_memory_()
-        sides.append(Side("torch share_memory_()", lambda: worker.round_trip(torch_shared, want)))
+        sides.append(Side("torch share_memory_()", lambda: worker.round_trip(torch_shared, want),
+                          warmup=SHARED_WARMUP))
     return Group(
         "send to a worker process through a multiprocessing queue, get the checksum back",
         fmt_size(nbytes), sides,
@@ -307,7 +315,8 @@ def report(groups: list[Group], params: dict[str, Any], mods: dict[str, Any], co
         f"- command: `{command}`",
         f"- mode: {'QUICK (smoke test; do not quote)' if quick else 'full'}; samples per "
         f"side: pickle {params['pickle_samples']} (x {FAST_CALLS} calls, torch x "
-        f"{COPYING_CALLS}), send {params['send_samples']} (one round trip each), ray.get "
+        f"{COPYING_CALLS}), send {params['send_samples']} (one round trip each, after "
+        f"{SHARED_WARMUP} dropped for the shared-memory sides), ray.get "
         f"{params['ray_samples']} (x {FAST_CALLS} calls); gc disabled while timing",
         f"- Python {platform.python_version()}; {format_versions(mods)}",
         f"- dlbridge commit {git_rev()}; extension {native_build(mods['dlbridge'])}",
