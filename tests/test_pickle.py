@@ -45,7 +45,7 @@ def out_of_band(t, protocol=5):
 
 # ----------------------------------------------------------------------------- out of band
 def test_protocol5_sends_data_out_of_band_and_loads_zero_copy():
-    a = np.arange(1 << 16, dtype=np.float32)
+    a = np.arange(1 << 24, dtype=np.float32)  # 64 MiB
     t = dlbridge.from_dlpack(a)
     data, buffers = out_of_band(t)
     assert len(data) < 1024
@@ -377,3 +377,14 @@ def test_no_tampering_yields_a_view_outside_the_buffer(shape, strides, offset, d
         start = np.frombuffer(payload, dtype=np.uint8).ctypes.data
         assert u.data_ptr == start
         assert len(raw_bytes(u)) == length
+
+
+def test_misaligned_buffer_is_copied_once_aligned():
+    t = dlbridge.from_dlpack(make("float64", (3, 4)))
+    data, buffers = out_of_band(t)
+    storage = bytearray(t.nbytes + 1)
+    shifted = memoryview(storage)[1:]
+    shifted[:] = buffers[0].raw()
+    u = pickle.loads(data, buffers=[shifted])
+    assert u.is_copied and u.data_ptr % 8 == 0
+    assert np.array_equal(np.from_dlpack(u), make("float64", (3, 4)))

@@ -8,6 +8,7 @@ from ._native import __version__ as __version__
 from ._native import copyto as copyto
 from ._native import from_arrow as from_arrow
 from ._native import from_dlpack as from_dlpack
+from ._native import to_shared as to_shared
 from .plan import Plan as Plan
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "to_host",
     "to_memoryview",
     "to_numpy",
+    "to_shared",
 ]
 
 @overload

@@ -1,6 +1,6 @@
 """Type stubs for the native extension of dlbridge (built from crates/dlbridge-py)."""
 
-from typing import Any, Literal, overload
+from typing import Any, Literal, SupportsIndex, overload
 
 __version__: str
 
@@ -61,6 +61,18 @@ class Tensor:
     owner that keeps the memory alive.
 
     ``Tensor(x, *, device=None, copy=None)`` is ``from_dlpack(x, device=device, copy=copy)``.
+
+    Tensors pickle with their dtype, shape, strides, ``dim_names`` and read-only flag. With
+    protocol 5 and a ``buffer_callback`` the data of a C- or F-contiguous host tensor travels
+    out of band as one ``pickle.PickleBuffer``, zero-copy both ways: the loaded tensor views
+    the buffer ``pickle.loads`` is given (read-only when that buffer or the source is). Other
+    protocols carry the bytes in the pickle. A layout that is neither C- nor F-contiguous
+    travels as a compact C-order copy. CUDA data is staged through the host and restored on the
+    same device at load (BufferError where that device is missing); a tensor on a device
+    dlbridge cannot allocate on (oneAPI...) is refused at dump time (BufferError): move it to
+    the host first. Loading validates everything against the bytes received, but unpickling
+    untrusted data is unsafe in Python whatever the types involved. For ``multiprocessing``,
+    a tensor made by :func:`to_shared` travels as a handle to its shared memory instead.
     """
 
     #: The DLPack 1.3 C exchange API table (a capsule named ``"dlpack_exchange_api"``): C
@@ -196,6 +208,9 @@ class Tensor:
         """
     def __buffer__(self, flags: int, /) -> memoryview: ...
     def __len__(self) -> int: ...
+    def __reduce_ex__(self, protocol: SupportsIndex, /) -> tuple[Any, ...]:
+        """Pickle support (see the class docstring): ``(reconstructor, (data, metadata))``,
+        the data a ``pickle.PickleBuffer`` from protocol 5, bytes before."""
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Tensor:
     """Import any array-like as a Tensor, zero-copy when possible.
@@ -274,3 +289,30 @@ def to_numpy(x: Any, *, copy: bool | None = None) -> Any:
     """``dlbridge.to_numpy``: a host NumPy array with ``x``'s values. NumPy arrays (as they
     are) and host data of NumPy's builtin dtypes are built natively (an ndarray whose base is
     the dlbridge Tensor); everything else goes to ``dlbridge.host._to_numpy_general``."""
+
+def to_shared(x: Any, /) -> Tensor:
+    """``x`` (anything :func:`from_dlpack` takes) in memory other processes on this machine can
+    open; ``multiprocessing`` (pools, queues, ``Process`` arguments, ``ProcessPoolExecutor``,
+    ``DataLoader`` workers; fork, spawn and forkserver) then sends a handle instead of the data,
+    and a receiver that writes into the tensor writes into the memory the sender sees.
+
+    Host data is copied once into anonymous shared memory (a Linux memfd: no file in
+    ``/dev/shm``, freed by the kernel when the last process using it ends, also when killed);
+    the result keeps the layout (C order for non-contiguous sources), ``dim_names`` and
+    read-only flag of ``x``, and ``is_copied`` is False (other processes may alias it). CUDA
+    device data is shared in place through CUDA IPC: the source
+    must outlive every receiver. Plain ``pickle`` of the result still writes the data. Other
+    devices, and systems other than Linux, raise BufferError.
+    """
+
+def _rebuild(payload: Any, metadata: tuple[Any, ...], /) -> Tensor:
+    """The reconstructor named by pickles of a Tensor."""
+
+def _shared_handle(t: Tensor, /) -> tuple[str, Any, int, tuple[Any, ...]] | None:
+    """What ``multiprocessing`` sends for a tensor made by :func:`to_shared`, or None."""
+
+def _map_shared(fd: int, length: int, metadata: tuple[Any, ...], /) -> Tensor:
+    """Map a memfd sent by :func:`_shared_handle` (duplicated; the caller closes ``fd``)."""
+
+def _open_cuda_ipc(handle: bytes, allocation_size: int, metadata: tuple[Any, ...], /) -> Tensor:
+    """Open a CUDA IPC handle sent by :func:`_shared_handle` in another process."""

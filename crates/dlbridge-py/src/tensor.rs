@@ -17,7 +17,8 @@ use crate::types::{parse_device, PyDType, PyDevice};
 
 /// An owned, validated view of array memory, and the names of its dimensions when an Arrow
 /// `fixed_shape_tensor` gave them (kept here, not in the Rust tensor, so that no other import
-/// or export does any work for them).
+/// or export does any work for them). Tensors pickle (zero-copy out of band with protocol 5 and
+/// a `buffer_callback`); `dlbridge.to_shared` makes one that `multiprocessing` sends as a handle.
 #[pyclass(name = "Tensor", module = "dlbridge", frozen)]
 pub struct PyTensor(pub Tensor, pub DimNames);
 
@@ -375,8 +376,8 @@ impl PyTensor {
         Bound::new(slf.py(), PyTensor(copy, slf.get().1.clone()))
     }
 
-    /// Pickle support: the data travels out of band with protocol 5 and a `buffer_callback`
-    /// (zero-copy), in band otherwise (see `dlbridge.python.pickle` in the Rust crate).
+    /// Pickle support: `(reconstructor, (data, metadata))`. The data travels out of band with
+    /// protocol 5 and a `buffer_callback` (zero-copy), in band otherwise.
     fn __reduce_ex__<'py>(slf: &Bound<'py, Self>, protocol: i64) -> PyResult<Bound<'py, PyTuple>> {
         let py = slf.py();
         let rebuild = py.import("dlbridge._native")?.getattr("_rebuild")?;

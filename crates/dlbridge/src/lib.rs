@@ -20,7 +20,11 @@
 //! ```
 //!
 //! With the `pyo3` feature, [`python`] adds capsules, buffer-protocol and array-interface
-//! import, so other PyO3 extensions can reuse the same importers.
+//! import, so other PyO3 extensions can reuse the same importers, and pickling.
+//!
+//! Across processes: [`wire`] turns a tensor into one run of bytes plus a description that a
+//! receiver checks before viewing bytes it was handed; `shared` (Linux) puts a tensor in a memfd
+//! another process can map; [`cuda`] exports device memory through CUDA IPC.
 
 pub mod arrow;
 pub mod copy;

@@ -178,6 +178,7 @@ pub unsafe fn from_bytes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use std::sync::Arc;
 
     fn describe(shape: &[i64], strides: &[i64], offset: u64) -> Description {
@@ -262,5 +263,65 @@ mod tests {
         assert!(d.check(1, true).is_err());
         d.dtype = (TypeCode::FLOAT.0, 32, 0);
         assert!(d.check(0, true).is_err());
+    }
+
+    /// Byte range `[first, end)` of every element of a small layout, by brute force.
+    fn element_bytes_reached(d: &Description, item: usize) -> Vec<(i128, i128)> {
+        let mut out = Vec::new();
+        let mut index = vec![0i64; d.shape.len()];
+        if d.shape.iter().any(|&n| n <= 0) {
+            return out;
+        }
+        loop {
+            let offset: i128 = index
+                .iter()
+                .zip(&d.strides)
+                .map(|(&i, &s)| i128::from(i) * i128::from(s))
+                .sum();
+            let first = i128::from(d.byte_offset) + offset * item as i128;
+            out.push((first, first + item as i128));
+            let mut k = d.shape.len();
+            loop {
+                if k == 0 {
+                    return out;
+                }
+                k -= 1;
+                index[k] += 1;
+                if index[k] < d.shape[k] {
+                    break;
+                }
+                index[k] = 0;
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn accepted_descriptions_stay_inside_the_bytes(
+            dims in prop::collection::vec((0i64..5, -12i64..13), 0..4),
+            byte_offset in prop_oneof![0u64..64, Just(u64::MAX)],
+            len in 0usize..160,
+            bits in prop::sample::select(vec![8u8, 16, 32, 64]),
+            exact in any::<bool>(),
+        ) {
+            let d = Description {
+                dtype: (TypeCode::UINT.0, bits, 1),
+                shape: dims.iter().map(|x| x.0).collect(),
+                strides: dims.iter().map(|x| x.1).collect(),
+                byte_offset,
+                subbyte_padded: false,
+            };
+            if let Ok((dtype, layout)) = d.check(len, exact) {
+                let reached = element_bytes_reached(&d, dtype.itemsize());
+                prop_assert_eq!(reached.len(), layout.size());
+                for (first, end) in reached {
+                    prop_assert!(first >= 0 && end <= len as i128, "{first}..{end} of {len}");
+                }
+                if exact {
+                    prop_assert_eq!(layout.size() * dtype.itemsize(), len);
+                    prop_assert!(layout.is_c_contiguous() || layout.is_f_contiguous());
+                }
+            }
+        }
     }
 }
