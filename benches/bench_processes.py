@@ -2,7 +2,7 @@
 """Moving tensors between processes: pickling, shared memory, Ray's object store.
 
     python benches/bench_processes.py            # full run, writes benches/results/processes.md
-    python benches/bench_processes.py --quick    # smoke test, writes benches/results/processes-quick.md
+    python benches/bench_processes.py --quick    # smoke test, writes results/processes-quick.md
 
 Three groups, each timing dlbridge against its peers on the same data in one process run,
 samples interleaved (the order rotates every sample), with the garbage collector off:
@@ -153,7 +153,9 @@ def measure(group: Group, samples: int) -> None:
 # ---------------------------------------------------------------------------- pickle
 
 
-PICKLE_STMT = "_b = []; pickle.loads(pickle.dumps({x}, protocol=5, buffer_callback=_b.append), buffers=_b)"
+PICKLE_STMT = (
+    "_b = []; pickle.loads(pickle.dumps({x}, protocol=5, buffer_callback=_b.append), buffers=_b)"
+)
 
 
 def loop_sample(stmt: str, ns: dict[str, Any], calls: int) -> Callable[[], float]:
@@ -175,7 +177,8 @@ def pickle_group(nbytes: int, mods: dict[str, Any]) -> Group:
         sides.append(Side("torch.Tensor", skipped="torch not installed"))
     else:
         ns["torch_t"] = torch.arange(n, dtype=torch.float32)
-        sides.append(Side("torch.Tensor", loop_sample(PICKLE_STMT.format(x="torch_t"), ns, COPYING_CALLS)))
+        torch_sample = loop_sample(PICKLE_STMT.format(x="torch_t"), ns, COPYING_CALLS)
+        sides.append(Side("torch.Tensor", torch_sample))
     return Group(
         "pickle protocol 5 round trip (dumps with buffer_callback, loads with buffers)",
         fmt_size(nbytes), sides, targets={"numpy.ndarray": 1.5},
@@ -354,7 +357,8 @@ def libraries() -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes, few samples (writes processes-quick.md)")
+    ap.add_argument("--quick", action="store_true",
+                    help="small sizes, few samples (writes processes-quick.md)")
     ap.add_argument("--only", choices=["pickle", "send", "ray"], help="run one group only")
     ap.add_argument("--note", help="a line for the header, e.g. what else ran on the machine")
     ap.add_argument("--out", type=Path, help="where to write the Markdown")
@@ -382,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
             worker.close()
     if args.only in (None, "ray") and mods["ray"] is not None:
         ray = mods["ray"]
-        ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+        ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR,
+                 log_to_driver=False)
         try:
             run(ray_group(params["ray_size"], mods), params["ray_samples"])
         finally:

@@ -9,8 +9,8 @@ for a read-only buffer is only flagged read-only, a read-only frame for a writab
 copied. The TCP comm reads the first buffer of a message into the same allocation as the
 message's header, so that frame's address is usually not a multiple of 8. dlbridge registers
 no Dask serializer: its pickling already gives Dask one frame over the Tensor's memory (a
-serializer could not move the frame's address either). Task functions are defined inside the tests (cloudpickle sends them by
-value: the workers cannot import this module).
+serializer could not move the frame's address either). Task functions are defined inside the
+tests (cloudpickle sends them by value: the workers cannot import this module).
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ def named_tensor() -> dlbridge.Tensor:
     pa = pytest.importorskip("pyarrow")
     ty = pa.fixed_shape_tensor(pa.float32(), [16, 16], dim_names=["H", "W"])
     values = pa.array(make("float32", (8 * 16 * 16,)))
-    t = dlbridge.from_dlpack(pa.ExtensionArray.from_storage(ty, pa.FixedSizeListArray.from_arrays(values, 256)))
+    storage = pa.FixedSizeListArray.from_arrays(values, 256)
+    t = dlbridge.from_dlpack(pa.ExtensionArray.from_storage(ty, storage))
     assert t.readonly and t.dim_names == ("", "H", "W")
     return t
 
@@ -129,7 +130,8 @@ def test_tensor_as_a_direct_submit_argument(client):
 
 
 @pytest.mark.parametrize(
-    "dtype", ["bool", "uint8", "int64", "float16", "float32", "complex64", "bfloat16", "float8_e5m2"]
+    "dtype",
+    ["bool", "uint8", "int64", "float16", "float32", "complex64", "bfloat16", "float8_e5m2"],
 )
 def test_every_dtype_round_trips_exactly(client, dtype):
     def identity(t):

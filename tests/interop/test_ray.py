@@ -58,7 +58,8 @@ def named_tensor() -> dlbridge.Tensor:
     pa = pytest.importorskip("pyarrow")
     ty = pa.fixed_shape_tensor(pa.float32(), [128, 128], dim_names=["H", "W"])
     values = pa.array(make("float32", (64 * 128 * 128,)))
-    t = dlbridge.from_dlpack(pa.ExtensionArray.from_storage(ty, pa.FixedSizeListArray.from_arrays(values, 128 * 128)))
+    storage = pa.FixedSizeListArray.from_arrays(values, 128 * 128)
+    t = dlbridge.from_dlpack(pa.ExtensionArray.from_storage(ty, storage))
     assert t.readonly and t.dim_names == ("", "H", "W")
     return t
 
