@@ -159,3 +159,12 @@ def test_one_put_ref_is_read_by_many_tasks():
     ref = ray.put(dlbridge.from_dlpack(make("int16", BIG)))
     want = int(make("int16", BIG).sum(dtype=np.int64))
     assert ray.get([checksum.remote(ref) for _ in range(4)]) == [want] * 4
+
+
+def test_a_shared_tensor_travels_by_value():
+    """Ray pickles with plain pickle: a ``to_shared`` Tensor sends its data, not its handle."""
+    shared = dlbridge.to_shared(make("float64", BIG))
+    got = ray.get(ray.put(shared))
+    assert got.readonly and got.data_ptr != shared.data_ptr
+    assert "plasma" in mapping_of(got.data_ptr)
+    np.testing.assert_array_equal(np.from_dlpack(got), make("float64", BIG))
