@@ -101,8 +101,8 @@ step bash scripts/docs.sh
 "$PY" - <<'PYEOF'
 from importlib import metadata
 names = ["dlbridge", "numpy", "torch", "jax", "jaxlib", "pyarrow", "nanoarrow", "arro3-core",
-         "array-api-strict", "apache-tvm-ffi", "ml_dtypes", "polars", "tensorflow-cpu", "dpnp", "dpctl", "intel-opencl-rt",
-         "hypothesis", "pytest"]
+         "array-api-strict", "apache-tvm-ffi", "ml_dtypes", "polars", "tensorflow-cpu", "dpnp",
+         "dpctl", "intel-opencl-rt", "ray", "dask", "distributed", "hypothesis", "pytest"]
 def v(n):
     try:
         return metadata.version(n)

@@ -94,6 +94,17 @@ def make(dtype: str | np.dtype, shape: tuple[int, ...], order: str = "C") -> np.
     return np.asarray(a).astype(dt).reshape(shape, order=order)
 
 
+def make_tensor(dtype: str, shape: tuple[int, ...]):
+    """A dlbridge Tensor over ``make(dtype, shape)``, for every dtype: the ml_dtypes ones
+    (bfloat16, float8), which NumPy cannot export, through their bits as unsigned integers."""
+    import dlbridge
+
+    a = make(dtype, shape)
+    if a.dtype.type.__module__ == "ml_dtypes":
+        return dlbridge.from_dlpack(a.view(f"u{a.dtype.itemsize}")).view(dtype)
+    return dlbridge.from_dlpack(a)
+
+
 def _contig(dtype, shape):
     return make(dtype, shape)
 
