@@ -723,6 +723,14 @@ mod tests {
     }
 
     #[test]
+    fn byte_strides_refuse_too_many_dimensions() {
+        let shape = vec![1isize; MAX_NDIM + 1];
+        let err = Layout::from_byte_strides(&shape, &shape, 1).unwrap_err();
+        let expected = Layout::new(&vec![1; MAX_NDIM + 1], Some(&vec![1; MAX_NDIM + 1]), 1);
+        assert_eq!(err.to_string(), expected.unwrap_err().to_string());
+    }
+
+    #[test]
     fn inline_up_to_two_dimensions() {
         for ndim in 0..=6 {
             let shape = vec![2; ndim];
@@ -763,6 +771,33 @@ mod tests {
                 checked(&shape, strides, itemsize),
                 reference(&shape, strides, itemsize)
             );
+        }
+
+        #[test]
+        fn byte_strides_match_layout_new(
+            dims in prop::collection::vec((value(), value()), 0..7),
+            itemsize in prop::sample::select(vec![1usize, 2, 4, 8, 16]),
+            whole_items in any::<bool>(),
+        ) {
+            let shape: Vec<isize> = dims.iter().map(|d| d.0 as isize).collect();
+            // Byte strides as NumPy stores them: usually whole items, sometimes not (which
+            // truncates towards zero, as NumPy's own DLPack export does).
+            let bytes: Vec<isize> = dims
+                .iter()
+                .map(|d| {
+                    let s = d.1 as isize;
+                    if whole_items { s.wrapping_mul(itemsize as isize) } else { s }
+                })
+                .collect();
+            let shape_i64: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
+            let strides: Vec<i64> = bytes.iter().map(|&s| (s / itemsize as isize) as i64).collect();
+            let expected = Layout::with_reach(&shape_i64, Some(&strides), itemsize);
+            let got = Layout::from_byte_strides(&shape, &bytes, itemsize);
+            match (got, expected) {
+                (Ok(g), Ok(e)) => prop_assert_eq!(g, e),
+                (Err(g), Err(e)) => prop_assert_eq!(g.to_string(), e.to_string()),
+                (g, e) => prop_assert!(false, "from_byte_strides {:?}, Layout::new {:?}", g, e),
+            }
         }
 
         #[test]
