@@ -258,7 +258,8 @@ impl Layout {
     /// stride is divided by `itemsize` (truncating, as C does) as it is written into the
     /// layout, which is then checked exactly as [`Layout::new`] checks it (NumPy's strides
     /// can be anything `as_strided` was given). One pass, no intermediate copy. `itemsize`
-    /// must not be 0.
+    /// must not be 0. (Only the NumPy lane of the Python import uses it.)
+    #[cfg_attr(not(feature = "pyo3"), allow(dead_code))]
     #[inline(always)]
     pub(crate) fn from_byte_strides(
         shape: &[isize],
@@ -289,6 +290,7 @@ impl Layout {
     }
 
     /// The error [`Layout::new`] gives for what [`Layout::from_byte_strides`] refused.
+    #[cfg_attr(not(feature = "pyo3"), allow(dead_code))]
     #[cold]
     #[inline(never)]
     fn byte_strides_error(shape: &[isize], byte_strides: &[isize], itemsize: usize) -> Error {
