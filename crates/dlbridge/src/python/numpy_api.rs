@@ -183,6 +183,7 @@ impl Api {
     /// anything else NumPy's `__dlpack__` must decide: non-builtin or non-numeric dtypes,
     /// byte-swapped data, strides that are not whole items, arrays that came from DLPack
     /// (their device is their capsule's).
+    #[inline]
     pub fn import(self, obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
         // SAFETY: `obj` is an exact ndarray of this table's ABI (caller's contract, by its
         // type), alive for this borrow with the GIL held; only the shared leading fields are
