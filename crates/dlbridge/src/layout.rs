@@ -88,6 +88,94 @@ impl Extents {
     }
 }
 
+/// One pass over strided dimensions: writes extents and strides into a layout's storage and
+/// sums `(extent - 1) * stride` per sign, with overflow flags rather than a branch per
+/// dimension (they only matter when the layout is not empty: a zero extent makes any strides
+/// harmless).
+struct Strided {
+    extents: Extents,
+    lo: i64,
+    hi: i64,
+    wrapped: bool,
+}
+
+/// Which check a strided layout failed; [`Refusal::error`] builds the message.
+enum Refusal {
+    Extents,
+    Size,
+    Reach,
+    Span,
+}
+
+impl Refusal {
+    #[cold]
+    #[inline(never)]
+    fn error(self, shape: &[i64], strides: &[i64]) -> Error {
+        match self {
+            Refusal::Extents => extent_error(shape),
+            Refusal::Size => shape_error(shape, "too large"),
+            Refusal::Reach => reach_overflow(shape, strides),
+            Refusal::Span => span_too_large(shape, strides),
+        }
+    }
+}
+
+impl Strided {
+    #[inline(always)]
+    fn walk(
+        out_shape: &mut [i64],
+        out_strides: &mut [i64],
+        dims: impl Iterator<Item = (i64, i64)>,
+    ) -> Self {
+        let mut walk = Strided {
+            extents: Extents::START,
+            lo: 0,
+            hi: 0,
+            wrapped: false,
+        };
+        for ((out_n, out_s), (n, s)) in out_shape.iter_mut().zip(out_strides).zip(dims) {
+            walk.extents.push(n);
+            *out_n = n;
+            *out_s = s;
+            // (A negative `n` is flagged by `extents`; wrapping keeps it from panicking.)
+            let (r, mul_wrapped) = n.wrapping_sub(1).overflowing_mul(s);
+            let (l, lo_wrapped) = walk.lo.overflowing_add(r.min(0));
+            let (h, hi_wrapped) = walk.hi.overflowing_add(r.max(0));
+            (walk.lo, walk.hi) = (l, h);
+            walk.wrapped |= mul_wrapped | lo_wrapped | hi_wrapped;
+        }
+        walk
+    }
+
+    /// The size and reach, or which check failed.
+    #[inline(always)]
+    fn finish(self, itemsize: usize) -> std::result::Result<(usize, Reach), Refusal> {
+        if self.extents.bad {
+            return Err(Refusal::Extents);
+        }
+        let size = usize::try_from(self.extents.size).map_err(|_| Refusal::Size)?;
+        if size == 0 {
+            return Ok((size, Reach { lo: 0, hi: 0 }));
+        }
+        if self.wrapped {
+            return Err(Refusal::Reach);
+        }
+        let (lo, hi) = (self.lo, self.hi);
+        // Every element address must fit: the span from the lowest to the highest reachable
+        // element, in bytes, within isize::MAX.
+        let span_bytes = hi
+            .checked_sub(lo)
+            .and_then(|d| d.checked_add(1))
+            .and_then(|e| usize::try_from(e).ok())
+            .and_then(|e| e.checked_mul(itemsize.max(1)))
+            .filter(|b| *b <= isize::MAX as usize);
+        if span_bytes.is_none() {
+            return Err(Refusal::Span);
+        }
+        Ok((size, Reach { lo, hi }))
+    }
+}
+
 impl Layout {
     /// Validate `shape` and `strides` (elements; `None` = C-contiguous) for elements of
     /// `itemsize` bytes.
@@ -156,47 +244,65 @@ impl Layout {
                 (size, Reach { lo: 0, hi })
             }
             Some(strides) => {
-                // `(extent - 1) * stride` summed per sign, with an overflow flag rather than a
-                // branch per dimension; it only matters when the layout is not empty (a zero
-                // extent makes any strides harmless).
-                let (mut lo, mut hi, mut wrapped) = (0i64, 0i64, false);
-                let dims = out_shape
-                    .iter_mut()
-                    .zip(out_strides)
-                    .zip(shape.iter().zip(strides));
-                for ((out_n, out_s), (&n, &s)) in dims {
-                    extents.push(n);
-                    *out_n = n;
-                    *out_s = s;
-                    // (A negative `n` is flagged by `extents`; wrapping keeps it from panicking.)
-                    let (r, mul_wrapped) = n.wrapping_sub(1).overflowing_mul(s);
-                    let (l, lo_wrapped) = lo.overflowing_add(r.min(0));
-                    let (h, hi_wrapped) = hi.overflowing_add(r.max(0));
-                    (lo, hi) = (l, h);
-                    wrapped |= mul_wrapped | lo_wrapped | hi_wrapped;
-                }
-                let size = extents.size(shape)?;
-                if size == 0 {
-                    (size, Reach { lo: 0, hi: 0 })
-                } else {
-                    if wrapped {
-                        return Err(reach_overflow(shape, strides));
-                    }
-                    // Every element address must fit: the span from the lowest to the highest
-                    // reachable element, in bytes, within isize::MAX.
-                    let span_bytes = hi
-                        .checked_sub(lo)
-                        .and_then(|d| d.checked_add(1))
-                        .and_then(|e| usize::try_from(e).ok())
-                        .and_then(|e| e.checked_mul(itemsize.max(1)))
-                        .filter(|b| *b <= isize::MAX as usize);
-                    if span_bytes.is_none() {
-                        return Err(span_too_large(shape, strides));
-                    }
-                    (size, Reach { lo, hi })
-                }
+                let walk = Strided::walk(
+                    out_shape,
+                    out_strides,
+                    shape.iter().copied().zip(strides.iter().copied()),
+                );
+                walk.finish(itemsize).map_err(|e| e.error(shape, strides))?
             }
         })
+    }
+
+    /// [`Layout::with_reach`] for a shape and strides in bytes as NumPy stores them: each
+    /// stride is divided by `itemsize` (truncating, as C does) as it is written into the
+    /// layout, which is then checked exactly as [`Layout::new`] checks it (NumPy's strides
+    /// can be anything `as_strided` was given). One pass, no intermediate copy. `itemsize`
+    /// must not be 0. (Only the NumPy lane of the Python import uses it.)
+    #[cfg_attr(not(feature = "pyo3"), allow(dead_code))]
+    #[inline(always)]
+    pub(crate) fn from_byte_strides(
+        shape: &[isize],
+        byte_strides: &[isize],
+        itemsize: usize,
+    ) -> Result<(Self, Reach)> {
+        let ndim = shape.len();
+        if ndim > MAX_NDIM || byte_strides.len() != ndim {
+            return Err(Self::byte_strides_error(shape, byte_strides, itemsize));
+        }
+        let item = itemsize as isize;
+        let (dims, checked) = Dims::build(
+            2 * ndim,
+            #[inline(always)]
+            |values| {
+                let (out_shape, out_strides) = values.split_at_mut(ndim);
+                let pairs = shape
+                    .iter()
+                    .zip(byte_strides)
+                    .map(|(&n, &s)| (n as i64, (s / item) as i64));
+                Strided::walk(out_shape, out_strides, pairs).finish(itemsize)
+            },
+        );
+        match checked {
+            Ok((size, reach)) => Ok((Self { dims, size }, reach)),
+            Err(_) => Err(Self::byte_strides_error(shape, byte_strides, itemsize)),
+        }
+    }
+
+    /// The error [`Layout::new`] gives for what [`Layout::from_byte_strides`] refused.
+    #[cfg_attr(not(feature = "pyo3"), allow(dead_code))]
+    #[cold]
+    #[inline(never)]
+    fn byte_strides_error(shape: &[isize], byte_strides: &[isize], itemsize: usize) -> Error {
+        let shape: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
+        let strides: Vec<i64> = byte_strides
+            .iter()
+            .map(|&s| (s / itemsize as isize) as i64)
+            .collect();
+        match Self::new(&shape, Some(&strides), itemsize) {
+            Err(e) => e,
+            Ok(_) => unreachable!("from_byte_strides refuses only what Layout::new refuses"),
+        }
     }
 
     /// A C-contiguous layout for `shape`.
@@ -619,6 +725,14 @@ mod tests {
     }
 
     #[test]
+    fn byte_strides_refuse_too_many_dimensions() {
+        let shape = vec![1isize; MAX_NDIM + 1];
+        let err = Layout::from_byte_strides(&shape, &shape, 1).unwrap_err();
+        let expected = Layout::new(&vec![1; MAX_NDIM + 1], Some(&vec![1; MAX_NDIM + 1]), 1);
+        assert_eq!(err.to_string(), expected.unwrap_err().to_string());
+    }
+
+    #[test]
     fn inline_up_to_two_dimensions() {
         for ndim in 0..=6 {
             let shape = vec![2; ndim];
@@ -659,6 +773,33 @@ mod tests {
                 checked(&shape, strides, itemsize),
                 reference(&shape, strides, itemsize)
             );
+        }
+
+        #[test]
+        fn byte_strides_match_layout_new(
+            dims in prop::collection::vec((value(), value()), 0..7),
+            itemsize in prop::sample::select(vec![1usize, 2, 4, 8, 16]),
+            whole_items in any::<bool>(),
+        ) {
+            let shape: Vec<isize> = dims.iter().map(|d| d.0 as isize).collect();
+            // Byte strides as NumPy stores them: usually whole items, sometimes not (which
+            // truncates towards zero, as NumPy's own DLPack export does).
+            let bytes: Vec<isize> = dims
+                .iter()
+                .map(|d| {
+                    let s = d.1 as isize;
+                    if whole_items { s.wrapping_mul(itemsize as isize) } else { s }
+                })
+                .collect();
+            let shape_i64: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
+            let strides: Vec<i64> = bytes.iter().map(|&s| (s / itemsize as isize) as i64).collect();
+            let expected = Layout::with_reach(&shape_i64, Some(&strides), itemsize);
+            let got = Layout::from_byte_strides(&shape, &bytes, itemsize);
+            match (got, expected) {
+                (Ok(g), Ok(e)) => prop_assert_eq!(g, e),
+                (Err(g), Err(e)) => prop_assert_eq!(g.to_string(), e.to_string()),
+                (g, e) => prop_assert!(false, "from_byte_strides {:?}, Layout::new {:?}", g, e),
+            }
         }
 
         #[test]

@@ -9,7 +9,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::check_address_range;
-use crate::layout::Layout;
+use crate::layout::{Layout, Reach};
 
 /// What a validated managed tensor describes.
 #[derive(Debug)]
@@ -53,6 +53,12 @@ pub struct Tensor {
 unsafe impl Send for Tensor {}
 // SAFETY: see above.
 unsafe impl Sync for Tensor {}
+
+#[cold]
+#[inline(never)]
+fn null_data() -> Error {
+    Error::InvalidLayout("data is NULL for a non-empty tensor".to_owned())
+}
 
 /// Rust element types that may be viewed in place: [`Tensor::as_slice`] and [`Tensor::to_vec`]
 /// read a tensor's memory of dtype [`Element::DTYPE`] as values of `Self`.
@@ -186,13 +192,48 @@ impl Tensor {
         is_copied: bool,
         owner: Owner,
     ) -> Result<Self> {
-        if data.is_null() && layout.size() > 0 {
-            return Err(Error::InvalidLayout(
-                "data is NULL for a non-empty tensor".to_owned(),
-            ));
+        let reach = layout.reach();
+        // SAFETY: the caller's contract, and `reach` is the layout's own.
+        unsafe {
+            Self::with_reach(
+                data,
+                byte_offset,
+                device,
+                dtype,
+                layout,
+                reach,
+                readonly,
+                is_copied,
+                owner,
+            )
         }
-        if device.is_host_accessible() && layout.size() > 0 {
-            check_address_range(data as usize, byte_offset, layout.reach(), dtype.itemsize())?;
+    }
+
+    /// [`Tensor::from_raw_parts`] for a caller that validated the layout with its reach
+    /// ([`Layout::with_reach`]), which is then not computed again.
+    ///
+    /// # Safety
+    /// As for [`Tensor::from_raw_parts`]; `reach` must be `layout`'s.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub(crate) unsafe fn with_reach(
+        data: *mut c_void,
+        byte_offset: u64,
+        device: Device,
+        dtype: DType,
+        layout: Layout,
+        reach: Reach,
+        readonly: bool,
+        is_copied: bool,
+        owner: Owner,
+    ) -> Result<Self> {
+        if layout.size() > 0 {
+            if data.is_null() {
+                return Err(null_data());
+            }
+            if device.is_host_accessible() {
+                check_address_range(data as usize, byte_offset, reach, dtype.itemsize())?;
+            }
         }
         Ok(Self {
             data,

@@ -238,6 +238,67 @@ def test_row_sums_views_any_strides_and_returns_without_a_copy():
         ex.row_sums(a[0])
 
 
+def numpy_arrays():
+    """NumPy arrays of every kind the NumPy lane of the import reads or declines."""
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    read_only = base.copy()
+    read_only.flags.writeable = False
+    raw = np.zeros(17, dtype=np.uint8)
+    arrays = {
+        "contiguous": base,
+        "column": base[:, 1],
+        "every-other": base[::2, ::3],
+        "reversed": base[::-1, ::-1],
+        "transposed": base.T,
+        "0-d": np.array(3.5, dtype=np.float64),
+        "zero-size": np.zeros((0, 5), dtype=np.int16),
+        "read-only": read_only,
+        "bool": np.array([True, False, True]),
+        "complex": np.arange(6, dtype=np.complex128).reshape(2, 3)[:, ::2],
+        "broadcast": np.broadcast_to(np.float32(2.0), (3, 4)),
+        "half-item-stride": np.lib.stride_tricks.as_strided(raw[:16].view(np.int16), (3,), (3,)),
+        "unaligned": raw[1:].view(np.int32),
+        "byte-swapped": np.arange(4, dtype=">i4"),
+        "many-dims": np.zeros((1,) * 9 + (2,), dtype=np.int8),
+    }
+    try:
+        import ml_dtypes
+    except ImportError:
+        pass
+    else:
+        arrays["bfloat16"] = np.arange(4, dtype=ml_dtypes.bfloat16)
+    return arrays
+
+
+def description(take, x):
+    """What taking `x` as a Tensor gives: its description (whether it views `x` in place
+    rather than its address, which a copy changes every time), or the exception's type."""
+    try:
+        t = take(x)
+    except Exception as exc:  # noqa: BLE001 - the type is what is compared
+        return type(exc)
+    in_place = t.data_ptr == x.ctypes.data
+    return (t.shape, t.strides, str(t.dtype), t.readonly, in_place, str(t.device))
+
+
+@pytest.mark.parametrize("name", numpy_arrays().keys())
+def test_numpy_arguments_are_described_as_the_dlbridge_package_describes_them(name):
+    # An exact ndarray argument takes the NumPy lane once an earlier one has found NumPy's
+    # table (through the general lookup): taken twice, it must be described the same way, and
+    # as the Python package describes it.
+    dlbridge = pytest.importorskip("dlbridge")
+    x = numpy_arrays()[name]
+    first = description(ex.passthrough, x)
+    again = description(ex.passthrough, x)
+    assert first == again
+    expected = description(dlbridge.from_dlpack, x)
+    assert first == expected
+    if name == "unaligned":
+        assert first[4] is False  # realigned by a copy
+    elif not isinstance(first, type):
+        assert first[4] is True  # zero-copy
+
+
 def test_it_exchanges_with_the_dlbridge_package_zero_copy():
     dlbridge = pytest.importorskip("dlbridge")
     a, address = numpy_source()

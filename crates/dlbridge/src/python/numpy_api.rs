@@ -27,7 +27,7 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::layout::Layout;
 use crate::python::held::HeldObject;
-use crate::tensor::Tensor;
+use crate::tensor::{Owner, Tensor};
 
 /// `NPY_ABI_VERSION` of NumPy 1.x and 2.x.
 const ABI_1: c_uint = 0x0100_0009;
@@ -151,6 +151,17 @@ impl Api {
         matches!(abi, Some(ABI_1 | ABI_2)).then_some(api)
     }
 
+    /// The table when it was already found (by [`Api::get`]), without searching for it.
+    pub fn found() -> Option<Self> {
+        NonNull::new(TABLE.load(Ordering::Acquire)).map(Self)
+    }
+
+    /// True when `obj` is exactly a `numpy.ndarray` (not a subclass).
+    pub fn is_exact_ndarray(self, obj: &Bound<'_, PyAny>) -> bool {
+        // SAFETY: reading the type of a live object.
+        unsafe { ffi::Py_TYPE(obj.as_ptr()) == self.array_type() }
+    }
+
     /// True when `obj` is a `numpy.ndarray` or an instance of a subclass.
     pub fn is_ndarray(self, obj: &Bound<'_, PyAny>) -> bool {
         // SAFETY: a type check of a live object against NumPy's (immortal) array type.
@@ -172,6 +183,7 @@ impl Api {
     /// anything else NumPy's `__dlpack__` must decide: non-builtin or non-numeric dtypes,
     /// byte-swapped data, strides that are not whole items, arrays that came from DLPack
     /// (their device is their capsule's).
+    #[inline]
     pub fn import(self, obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
         // SAFETY: `obj` is an exact ndarray of this table's ABI (caller's contract, by its
         // type), alive for this borrow with the GIL held; only the shared leading fields are
@@ -203,9 +215,9 @@ impl Api {
         let itemsize = dtype.itemsize() as isize;
         // NumPy's own rule: strides are checked unless the array is C-contiguous or has one
         // element, and then divided by the item size (truncating, as C does).
-        let one = shape.iter().try_fold(1isize, |acc, &n| acc.checked_mul(n)) == Some(1);
+        let one = || shape.iter().try_fold(1isize, |acc, &n| acc.checked_mul(n)) == Some(1);
         if array.flags & C_CONTIGUOUS == 0
-            && !one
+            && !one()
             && shape
                 .iter()
                 .zip(strides)
@@ -213,29 +225,19 @@ impl Api {
         {
             return Ok(None);
         }
-        let mut small = [0i64; 16];
-        let mut large = Vec::new();
-        let dims: &mut [i64] = if nd <= 8 {
-            &mut small[..2 * nd]
-        } else {
-            large.resize(2 * nd, 0);
-            &mut large
-        };
-        for (i, (&n, &s)) in shape.iter().zip(strides).enumerate() {
-            dims[i] = n as i64;
-            dims[nd + i] = (s / itemsize) as i64;
-        }
-        let layout = Layout::new(&dims[..nd], Some(&dims[nd..]), dtype.itemsize())?;
-        let owner = Arc::new(HeldObject::new(obj));
+        let (layout, reach) = Layout::from_byte_strides(shape, strides, dtype.itemsize())?;
+        let owner: Owner = Arc::new(HeldObject::new(obj));
         // SAFETY: NumPy guarantees the array's memory spans its layout for as long as the array
-        // lives; `owner` keeps it alive, and writable only when NumPy says WRITEABLE.
+        // lives; `owner` keeps it alive, and writable only when NumPy says WRITEABLE. `reach`
+        // is the layout's.
         let tensor = unsafe {
-            Tensor::from_raw_parts(
+            Tensor::with_reach(
                 array.data.cast(),
                 0,
                 Device::CPU,
                 dtype,
                 layout,
+                reach,
                 array.flags & WRITEABLE == 0,
                 false,
                 owner,

@@ -8,7 +8,7 @@ use std::ops::{Deref, DerefMut};
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 
-use crate::python::import;
+use crate::python::{import, numpy_api};
 use crate::tensor::Tensor;
 use crate::Device;
 
@@ -19,6 +19,17 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Tensor {
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        // NumPy arrays, the most common argument, read straight from NumPy's fields: what
+        // `import_object` does first for them, without looking up the type's protocols. (The
+        // table is found by that lookup, the first time an array comes through it.)
+        if let Some(api) = numpy_api::Api::found().filter(|api| api.is_exact_ndarray(&obj)) {
+            if let Some(tensor) = api.import(&obj)? {
+                return Ok(match import::apply_policy(&tensor, None, None)? {
+                    None => tensor,
+                    Some(copied) => copied,
+                });
+            }
+        }
         if let Ok(t) = obj.cast_exact::<PyTensor>() {
             return Ok(t.get().0.clone());
         }
