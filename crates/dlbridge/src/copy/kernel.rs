@@ -244,30 +244,36 @@ trait Word: Copy + Default {
         }
     }
 }
+/// Words moved through 16-byte registers: `$lanes` elements per register.
+#[cfg(target_arch = "x86_64")]
+macro_rules! simd_word {
+    ($($t:ty => $lanes:literal),*) => {$(
+        impl Word for $t {
+            #[inline(always)]
+            unsafe fn write_transposed<const B: usize>(
+                buf: &[[$t; B]; B],
+                dst: *mut $t,
+                dst_a: isize,
+            ) {
+                // SAFETY: forwarded contract; the tile side `B` (one cache line of elements)
+                // is a multiple of the lanes per register.
+                unsafe { super::simd::write_transposed::<$t, B, $lanes>(buf, dst, dst_a) }
+            }
+        }
+    )*};
+}
+#[cfg(target_arch = "x86_64")]
+simd_word!(u8 => 16, u16 => 8, u32 => 4, u64 => 2, u128 => 1);
+#[cfg(not(target_arch = "x86_64"))]
 impl Word for u8 {}
+#[cfg(not(target_arch = "x86_64"))]
 impl Word for u16 {}
-impl Word for u128 {}
-
-#[cfg(target_arch = "x86_64")]
-impl Word for u32 {
-    #[inline(always)]
-    unsafe fn write_transposed<const B: usize>(buf: &[[u32; B]; B], dst: *mut u32, dst_a: isize) {
-        // SAFETY: forwarded contract; tiles of 4-byte elements have B = 16.
-        unsafe { super::simd::write_transposed_4(buf, dst, dst_a) }
-    }
-}
-#[cfg(target_arch = "x86_64")]
-impl Word for u64 {
-    #[inline(always)]
-    unsafe fn write_transposed<const B: usize>(buf: &[[u64; B]; B], dst: *mut u64, dst_a: isize) {
-        // SAFETY: forwarded contract; tiles of 8-byte elements have B = 8.
-        unsafe { super::simd::write_transposed_8(buf, dst, dst_a) }
-    }
-}
 #[cfg(not(target_arch = "x86_64"))]
 impl Word for u32 {}
 #[cfg(not(target_arch = "x86_64"))]
 impl Word for u64 {}
+#[cfg(not(target_arch = "x86_64"))]
+impl Word for u128 {}
 
 /// `outer.n` rows of `dim`, the rows `outer` apart.
 ///
