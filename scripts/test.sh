@@ -17,6 +17,8 @@
 #      (dlbridge-py is a cdylib built with pyo3's extension-module: its test harness
 #      cannot link against libpython; it is covered by clippy and by pytest)
 #   4. bash scripts/docs.sh: the documentation site in strict mode (a broken link fails)
+#      python benches/run_quick.py: the quick mode of every benchmark, tables printed to the
+#      log, no timing asserted (DLBRIDGE_SKIP_BENCH=1 skips it)
 #   5. python -m pytest [PYTEST ARGS...]  with the venv's python and scripts/env.sh
 #      (dpnp's SYCL device); a per-test --timeout (DLBRIDGE_PYTEST_TIMEOUT, default 300 s)
 #      comes first, so a --timeout in the arguments overrides it.
@@ -74,6 +76,10 @@ step cargo test -p dlbridge --no-default-features
 [ "${DLBRIDGE_SKIP_FUZZ:-0}" = 1 ] || step bash scripts/fuzz_smoke.sh "${DLBRIDGE_FUZZ_SECONDS:-30}"
 
 step bash scripts/docs.sh
+
+# Every benchmark's quick mode, so a speed regression shows in every CI log (shared machines:
+# the tables are read, not asserted; a benchmark that crashes fails the step).
+[ "${DLBRIDGE_SKIP_BENCH:-0}" = 1 ] || step "$REPO/scripts/run.sh" python benches/run_quick.py
 
 "$PY" - <<'PYEOF'
 from importlib import metadata
