@@ -9,7 +9,9 @@
 //!   small stack buffer, so that every source line is read once and every destination line is
 //!   written once, whatever the (often power-of-two, cache-set-aliasing) pitch;
 //! - above [`PARALLEL_THRESHOLD`] bytes the outermost loop is split in halves across the rayon
-//!   pool (only when no two destination elements share memory).
+//!   pool (only when no two destination elements share memory); a contiguous copy of at least
+//!   [`CONTIGUOUS_THRESHOLD`] bytes is instead cut into chunks that the calling thread and the
+//!   pool claim one at a time (the `chunked` module).
 
 use std::mem::size_of;
 use std::ptr;
@@ -23,12 +25,12 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 20;
 /// Parallel pieces hold at least this many bytes.
 const LEAF_BYTES: usize = 512 << 10;
 
-/// Parallel pieces of a single contiguous run hold at least this many bytes. One large
-/// `memcpy` (the C library's, with non-temporal stores for big blocks) was measured faster
-/// than parallel pieces of 0.5 to 16 MiB on a 2-CPU machine, into fresh and into existing
-/// memory alike (DRAM bandwidth and first-touch page faults bound it, not the CPU): only
-/// copies of more than 128 MiB are split.
-const MEMCPY_LEAF_BYTES: usize = 64 << 20;
+/// A contiguous copy of at least this many bytes is shared between the calling thread and the
+/// rayon pool (see the `chunked` module), in chunks of [`CHUNK_BYTES`].
+pub(super) const CONTIGUOUS_THRESHOLD: usize = 4 << 20;
+
+/// Bytes of one chunk of a shared contiguous copy.
+const CHUNK_BYTES: usize = 1 << 20;
 
 /// Bytes of one tile side: a cache line.
 const LINE: usize = 64;
@@ -91,6 +93,19 @@ pub(crate) unsafe fn run(
     let start = unsafe { base.advance(plan.src_shift, plan.dst_shift, itemsize) };
     let bytes = plan.dims.iter().map(|d| d.n).product::<usize>() * itemsize;
     let parallel = parallel && bytes >= PARALLEL_THRESHOLD && pool_usable();
+    if let (Kernel::Rows, [row]) = (plan.kernel, plan.dims.as_slice()) {
+        if row.src == 1 && row.dst == 1 {
+            if parallel && bytes >= CONTIGUOUS_THRESHOLD {
+                let helpers = rayon::current_num_threads() - 1;
+                // SAFETY: one contiguous run of `bytes` on both sides (caller's contract).
+                unsafe { super::chunked::copy(start.src, start.dst, bytes, CHUNK_BYTES, helpers) };
+            } else {
+                // SAFETY: as above.
+                unsafe { ptr::copy_nonoverlapping(start.src, start.dst, bytes) };
+            }
+            return;
+        }
+    }
     let job = Job {
         kernel: plan.kernel,
         itemsize,
@@ -116,7 +131,7 @@ fn pool_usable() -> bool {
 unsafe fn exec(dims: &[Dim], job: Job, p: Ptrs, parallel: bool) {
     let Job { kernel, itemsize } = job;
     let bytes = dims.iter().map(|d| d.n).product::<usize>() * itemsize;
-    if parallel && bytes >= 2 * leaf_bytes(dims, kernel) {
+    if parallel && bytes >= 2 * LEAF_BYTES {
         if let Some(k) = split_dim(dims, kernel) {
             let n = dims[k].n;
             // Split on a tile boundary when the extent allows it.
@@ -173,15 +188,6 @@ unsafe fn exec(dims: &[Dim], job: Job, p: Ptrs, parallel: bool) {
             // SAFETY: one 2-D slab of the plan from its origin.
             unsafe { tiles(inner[0], inner[1], job, q) };
         }),
-    }
-}
-
-/// The smallest parallel piece for `dims`: [`LEAF_BYTES`], or [`MEMCPY_LEAF_BYTES`] for a
-/// single contiguous run.
-fn leaf_bytes(dims: &[Dim], kernel: Kernel) -> usize {
-    match (kernel, dims) {
-        (Kernel::Rows, [d]) if d.src == 1 && d.dst == 1 => MEMCPY_LEAF_BYTES,
-        _ => LEAF_BYTES,
     }
 }
 

@@ -121,7 +121,10 @@ mod tests {
 
     #[test]
     fn bit_reversal() {
-        assert_eq!((0..4).map(bit_reversed::<4>).collect::<Vec<_>>(), [0, 2, 1, 3]);
+        assert_eq!(
+            (0..4).map(bit_reversed::<4>).collect::<Vec<_>>(),
+            [0, 2, 1, 3]
+        );
         assert_eq!(bit_reversed::<16>(1), 8);
         assert_eq!(bit_reversed::<1>(0), 0);
         assert_eq!(bit_reversed::<2>(1), 1);
