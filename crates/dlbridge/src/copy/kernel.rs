@@ -8,10 +8,10 @@
 //! - tiles: a cache-blocked transpose that stages one square tile of whole cache lines through a
 //!   small stack buffer, so that every source line is read once and every destination line is
 //!   written once, whatever the (often power-of-two, cache-set-aliasing) pitch;
-//! - above [`PARALLEL_THRESHOLD`] bytes the outermost loop is split in halves across the rayon
-//!   pool (only when no two destination elements share memory); a contiguous copy of at least
-//!   [`CONTIGUOUS_THRESHOLD`] bytes is instead cut into chunks that the calling thread and the
-//!   pool claim one at a time (the `chunked` module).
+//! - copies of at least [`PARALLEL_THRESHOLD`] bytes ([`CONTIGUOUS_THRESHOLD`] for one
+//!   contiguous run) are cut along one loop into chunks that the calling thread and the rayon
+//!   pool claim one at a time (the `chunked` module), when no two destination elements share
+//!   memory.
 
 use std::mem::size_of;
 use std::ptr;
@@ -19,10 +19,12 @@ use std::sync::OnceLock;
 
 use super::plan::{Dim, Kernel, Plan};
 
-/// Copies of at least this many bytes run on the rayon pool.
+/// Copies (other than one contiguous run) of at least this many bytes are shared with the
+/// rayon pool.
 pub const PARALLEL_THRESHOLD: usize = 1 << 20;
 
-/// Parallel pieces hold at least this many bytes.
+/// Bytes of one chunk of a shared copy other than one contiguous run (about: a tiled loop is
+/// cut on tile boundaries).
 const LEAF_BYTES: usize = 512 << 10;
 
 /// A contiguous copy of at least this many bytes is shared between the calling thread and the
@@ -49,7 +51,7 @@ struct Ptrs {
     dst: *mut u8,
 }
 
-// SAFETY: the pointers are plain addresses handed between rayon workers; the caller of `run`
+// SAFETY: the pointers are plain addresses handed to the threads that copy the chunks; the caller of `run`
 // guarantees the memory is valid and that parallel pieces write disjoint destination bytes.
 unsafe impl Send for Ptrs {}
 // SAFETY: see above; `Ptrs` itself is never written through a shared reference.
@@ -91,27 +93,57 @@ pub(crate) unsafe fn run(
     // SAFETY: the shifts move the bases to the first element each loop visits, inside the
     // regions (caller's contract).
     let start = unsafe { base.advance(plan.src_shift, plan.dst_shift, itemsize) };
-    let bytes = plan.dims.iter().map(|d| d.n).product::<usize>() * itemsize;
-    let parallel = parallel && bytes >= PARALLEL_THRESHOLD && pool_usable();
-    if let (Kernel::Rows, [row]) = (plan.kernel, plan.dims.as_slice()) {
-        if row.src == 1 && row.dst == 1 {
-            if parallel && bytes >= CONTIGUOUS_THRESHOLD {
-                let helpers = rayon::current_num_threads() - 1;
-                // SAFETY: one contiguous run of `bytes` on both sides (caller's contract).
-                unsafe { super::chunked::copy(start.src, start.dst, bytes, CHUNK_BYTES, helpers) };
-            } else {
-                // SAFETY: as above.
-                unsafe { ptr::copy_nonoverlapping(start.src, start.dst, bytes) };
-            }
-            return;
-        }
-    }
     let job = Job {
         kernel: plan.kernel,
         itemsize,
     };
-    // SAFETY: forwarded contract.
-    unsafe { exec(&plan.dims, job, start, parallel) }
+    let chunks = chunking(&plan.dims, job).filter(|_| parallel && pool_usable());
+    let Some((k, piece)) = chunks else {
+        // SAFETY: forwarded contract.
+        return unsafe { exec(&plan.dims, job, start) };
+    };
+    let dims = plan.dims.clone();
+    let count = dims[k].n.div_ceil(piece);
+    super::chunked::run(count, rayon::current_num_threads() - 1, move |c| {
+        let first = c * piece;
+        let mut part = dims.clone();
+        part[k].n = piece.min(dims[k].n - first);
+        let step = first as isize;
+        // SAFETY: chunk c starts `first` steps along loop k, inside the regions; the chunks
+        // cover disjoint index ranges, so (no two destination elements sharing a byte, the
+        // caller's contract for `parallel`) they write disjoint bytes; `chunked::run` returns
+        // only after every chunk is done, while the caller's memory is still valid.
+        unsafe {
+            let q = start.advance(step * dims[k].src, step * dims[k].dst, itemsize);
+            exec(&part, job, q);
+        }
+    });
+}
+
+/// How to cut a copy into chunks for the threads: the loop to cut and the steps along it per
+/// chunk, or `None` when the copy is too small to share.
+///
+/// A contiguous copy is cut once it holds [`CONTIGUOUS_THRESHOLD`] bytes, into chunks of
+/// [`CHUNK_BYTES`]; any other once it holds [`PARALLEL_THRESHOLD`] bytes, into chunks of about
+/// [`LEAF_BYTES`], on tile boundaries when a tiled loop is cut.
+fn chunking(dims: &[Dim], job: Job) -> Option<(usize, usize)> {
+    let bytes = dims.iter().map(|d| d.n).product::<usize>() * job.itemsize;
+    let contiguous = matches!((job.kernel, dims), (Kernel::Rows, [d]) if d.src == 1 && d.dst == 1);
+    let (threshold, chunk) = if contiguous {
+        (CONTIGUOUS_THRESHOLD, CHUNK_BYTES)
+    } else {
+        (PARALLEL_THRESHOLD, LEAF_BYTES)
+    };
+    if bytes < threshold {
+        return None;
+    }
+    let k = split_dim(dims, job.kernel)?;
+    let step = bytes / dims[k].n;
+    let mut piece = (chunk / step).max(1);
+    if job.kernel == Kernel::Tiles && k + 2 >= dims.len() && dims[k].n >= 128 {
+        piece = piece.next_multiple_of(64);
+    }
+    (dims[k].n > piece).then_some((k, piece))
 }
 
 /// True when the rayon pool can run our pieces: it has more than one thread, and this is the
@@ -124,38 +156,12 @@ fn pool_usable() -> bool {
     *POOL_PID.get_or_init(|| pid) == pid && rayon::current_num_threads() > 1
 }
 
-/// Split in halves along the outermost loop until pieces are small, then run the leaves.
+/// Run the loops `dims` from `p` on this thread.
 ///
 /// # Safety
 /// As for [`run`], for the loops `dims` starting at `p`.
-unsafe fn exec(dims: &[Dim], job: Job, p: Ptrs, parallel: bool) {
+unsafe fn exec(dims: &[Dim], job: Job, p: Ptrs) {
     let Job { kernel, itemsize } = job;
-    let bytes = dims.iter().map(|d| d.n).product::<usize>() * itemsize;
-    if parallel && bytes >= 2 * LEAF_BYTES {
-        if let Some(k) = split_dim(dims, kernel) {
-            let n = dims[k].n;
-            // Split on a tile boundary when the extent allows it.
-            let half = if n >= 128 {
-                (n / 2).next_multiple_of(64).min(n - 1)
-            } else {
-                n / 2
-            };
-            let mut lo = dims.to_vec();
-            lo[k].n = half;
-            let mut hi = dims.to_vec();
-            hi[k].n = n - half;
-            let step = half as isize;
-            // SAFETY: the upper half starts `half` steps along dimension k, inside the regions.
-            let q = unsafe { p.advance(step * dims[k].src, step * dims[k].dst, itemsize) };
-            rayon::join(
-                // SAFETY: each half covers its own elements; destinations are disjoint.
-                || unsafe { exec(&lo, job, p, true) },
-                // SAFETY: as above.
-                || unsafe { exec(&hi, job, q, true) },
-            );
-            return;
-        }
-    }
     let core = match kernel {
         Kernel::Rows => 1,
         Kernel::Tiles => 2,
@@ -560,6 +566,39 @@ const _: () = assert!(size_of::<[[u8; LINE]; LINE]>() == 4096);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunks_only_for_large_copies_and_on_tile_boundaries() {
+        let dim = |n, src, dst| Dim { n, src, dst };
+        let rows = |itemsize| Job {
+            kernel: Kernel::Rows,
+            itemsize,
+        };
+        // One contiguous run: chunked from CONTIGUOUS_THRESHOLD bytes, in CHUNK_BYTES.
+        let run = |n| [dim(n, 1, 1)];
+        assert_eq!(chunking(&run(CONTIGUOUS_THRESHOLD - 1), rows(1)), None);
+        assert_eq!(
+            chunking(&run(CONTIGUOUS_THRESHOLD), rows(1)),
+            Some((0, CHUNK_BYTES))
+        );
+        assert_eq!(
+            chunking(&run(CONTIGUOUS_THRESHOLD / 8), rows(8)),
+            Some((0, CHUNK_BYTES / 8))
+        );
+        // Strided rows: from PARALLEL_THRESHOLD, cut along the outer loop.
+        let strided = [dim(PARALLEL_THRESHOLD / 64, 128, 64), dim(64, 2, 1)];
+        assert_eq!(chunking(&strided, rows(1)), Some((0, LEAF_BYTES / 64)));
+        assert_eq!(chunking(&strided[1..], rows(1)), None);
+        // A 4096² float32 transpose: 64 rows of tiles per chunk.
+        let tiles = Job {
+            kernel: Kernel::Tiles,
+            itemsize: 4,
+        };
+        let t = [dim(4096, 1, 4096), dim(4096, 4096, 1)];
+        let (k, piece) = chunking(&t, tiles).unwrap();
+        assert_eq!(piece % 64, 0);
+        assert!(piece * 4096 * 4 >= LEAF_BYTES && k < 2);
+    }
 
     #[test]
     fn small_copies_of_every_length() {
