@@ -50,7 +50,7 @@ pub(super) unsafe fn write_transposed<T: Copy, const B: usize, const N: usize>(
 /// columns in bit-reversed order (column `bit_reversed(k)` in register `k`). `N` is a
 /// constant, so the rounds that do not apply fold away and each round unrolls (a loop over the
 /// unit width compiled to a run-time loop for 1-byte elements; in an L2-resident 512² uint8
-/// transpose both ran at 30 µs, the stores, not the shuffles, bound it).
+/// transpose both ran at 30 µs: the shuffles are not what bounds it).
 #[inline(always)]
 fn transpose<const N: usize>(mut regs: [__m128i; N]) -> [__m128i; N] {
     if N >= 16 {
