@@ -30,15 +30,15 @@ const LEAF_BYTES: usize = 512 << 10;
 /// A contiguous copy of at least this many bytes is shared between the calling thread and the
 /// rayon pool (see the `chunked` module), in chunks of [`CHUNK_BYTES`].
 ///
-/// Measured on the 2-CPU test machine (AMD EPYC virtual machine, `cargo bench --bench copy`,
-/// 64 MiB float32 into an existing tensor): fastest sample 2.06 ms shared against 3.5 ms for
-/// one `memcpy`, when the second CPU was free. With the second CPU taken by other processes
-/// (load average 4 to 7, as during all of this tuning) the helper rarely gets to copy: below
-/// 16 MiB shared and single copies timed alike (fastest of 150, 1 to 16 MiB, thresholds of 1,
-/// 2, 4 MiB and never), while a helper preempted in the middle of a chunk makes the caller wait
-/// for it, which shows in the medians of large copies (torch's threads suffer the same). The
-/// threshold keeps copies that fit in the caches (where one thread already copies at 25 to 30
-/// GB/s and waking a helper costs as much as it saves) on one thread.
+/// Measured on the 2-CPU test machine (AMD EPYC virtual machine, `cargo bench --bench copy`, 64 MiB
+/// float32 into an existing tensor): fastest sample 2.06 ms shared against 3.5 ms for one `memcpy`,
+/// when the second CPU was free. With the second CPU taken by other processes (load average 4 to 7,
+/// as during all of this tuning) the helper rarely gets to copy: below 16 MiB shared and single
+/// copies timed alike (fastest of 150, 1 to 16 MiB, thresholds of 1, 2, 4 MiB and never), while a
+/// helper preempted in the middle of a chunk can make the caller wait for it, which likely is what
+/// slows the medians of large copies then (torch's threads suffer alike). The threshold keeps
+/// copies that fit in the caches (where one thread already copies at 25 to 30 GB/s and waking a
+/// helper costs as much as it saves) on one thread.
 pub(super) const CONTIGUOUS_THRESHOLD: usize = 4 << 20;
 
 /// Bytes of one chunk of a shared contiguous copy. 256 KiB, 1, 2 and 4 MiB timed alike (the
