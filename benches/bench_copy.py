@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""Host copy speed: 64 MiB float32, contiguous and transposed, against NumPy and PyTorch.
+"""Host copy speed: contiguous and transposed, against NumPy and PyTorch.
 
     python benches/bench_copy.py            # full run, writes benches/results/copy.md
     python benches/bench_copy.py --quick    # smoke test, writes benches/results/copy-quick.md
+
+The groups at 64 MiB float32 are followed by sweeps: copies into an existing array from
+1 MiB to 1 GiB (where the threads start to pay), allocating copies from 64 MiB to 1 GiB, and
+4096 x 4096 transposes by dtype against dlbridge's own contiguous copy of the same bytes
+(``--quick`` runs the smaller sizes only).
 
 Each group times dlbridge and its peers on the same input in the same process, one call per
 sample, samples interleaved (the order rotates every sample), and reports min and median ms
@@ -199,6 +204,176 @@ def groups() -> list[Group]:
     ]
 
 
+# ---------------------------------------------------------------------------- sweeps
+
+MIB = 1 << 20
+
+
+@dataclass
+class SweepRow:
+    """One row of a sweep: its label and what it puts into the namespace."""
+
+    label: str
+    setup: Callable[[dict[str, Any], dict[str, str]], None]
+    quick: bool = True  # part of --quick runs
+
+
+@dataclass
+class Sweep:
+    """The same statements timed on several inputs (one group per row), one table."""
+
+    title: str
+    rows: list[SweepRow]
+    entries: Callable[[], list[Entry]]  # fresh entries for each row
+    targets: dict[str, float]  # peer label -> dlbridge speed / peer speed to reach
+    note: str = ""
+    results: list[tuple[str, Group]] = field(default_factory=list)
+
+
+def samples_for(nbytes: int, samples: int) -> int:
+    """Fewer samples for the biggest inputs (a 1 GiB copy takes a tenth of a second)."""
+    return samples if nbytes <= 64 * MIB else max(5, samples // 3)
+
+
+def float32_setup(np: Any, nbytes: int) -> Callable[[dict[str, Any], dict[str, str]], None]:
+    """Put a float32 array of ``nbytes`` (``a``, ``x``, ``t``) and destinations into ns."""
+
+    def setup(ns: dict[str, Any], missing: dict[str, str]) -> None:
+        a = np.random.default_rng(0).random(nbytes // 4, dtype=np.float32)
+        ns["a"], ns["np_dst"] = a, np.empty_like(a)
+        if "dlbridge" in ns:
+            ns["x"] = ns["dlbridge"].from_dlpack(a)
+            ns["dl_dst"] = ns["dlbridge"].from_dlpack(ns["np_dst"])
+        if "torch" in ns:
+            ns["t"] = ns["torch"].from_numpy(a.copy())
+            ns["t_dst"] = ns["torch"].empty_like(ns["t"])
+
+    return setup
+
+
+def transpose_setup(np: Any, dtype: str) -> Callable[[dict[str, Any], dict[str, str]], None]:
+    """A 4096 x 4096 torch tensor ``t`` of ``dtype`` and its dlbridge views ``x``, ``xT``."""
+
+    def setup(ns: dict[str, Any], missing: dict[str, str]) -> None:
+        torch, dlbridge = ns.get("torch"), ns.get("dlbridge")
+        if torch is None or dlbridge is None:
+            missing["transpose"] = "needs torch and dlbridge"
+            return
+        bits = torch.randint(0, 256, (SIDE, SIDE), dtype=torch.uint8)
+        t = bits.to(getattr(torch, dtype))
+        ns["t"], ns["x"], ns["xT"] = t, dlbridge.from_dlpack(t), dlbridge.from_dlpack(t.T)
+        assert torch.equal(torch.from_dlpack(ns["xT"].copy()), t.T)
+
+    return setup
+
+
+def sweeps(np: Any) -> list[Sweep]:
+    d, n, t = ("dlbridge",), (), ("torch",)
+    into = [1, 2, 4, 8, 16, 64, 256, 1024]
+    alloc = [64, 256, 1024]
+    return [
+        Sweep(
+            "Copy into an existing float32 array, by size",
+            [SweepRow(f"{m} MiB", float32_setup(np, m * MIB), quick=m in (1, 16, 64))
+             for m in into],
+            lambda: [
+                Entry("dlbridge.copyto(dl_dst, x)", "dlbridge.copyto(dl_dst, x)",
+                      ("dlbridge", "copyto"), ours=True),
+                Entry("np.copyto(np_dst, a)", "np.copyto(np_dst, a)", n),
+                Entry("t_dst.copy_(t)", "t_dst.copy_(t)", t),
+            ],
+            {"np.copyto(np_dst, a)": 1.8, "t_dst.copy_(t)": 1.0},
+        ),
+        Sweep(
+            "Allocating copy of a contiguous float32 array, by size",
+            [SweepRow(f"{m} MiB", float32_setup(np, m * MIB), quick=m == 64) for m in alloc],
+            lambda: [
+                Entry("x.copy()", "x.copy()", d, ours=True),
+                Entry("np.copy(a)", "np.copy(a)", n),
+                Entry("dlbridge.to_numpy(x, copy=True)", "dlbridge.to_numpy(x, copy=True)", d),
+                Entry("dlbridge.convert(a, np, copy=True)",
+                      "dlbridge.convert(a, np, copy=True)", d),
+                Entry("t.clone()", "t.clone()", t),
+            ],
+            {"np.copy(a)": 1.5},
+            note="`to_numpy(copy=True)` and `convert(copy=True)` are dlbridge's too: their "
+            "ratio shows what the Python layer adds to `x.copy()`.",
+        ),
+        Sweep(
+            "C-order copy of the transpose of a 4096 x 4096 array, by dtype",
+            [SweepRow(dt, transpose_setup(np, dt), quick=dt == "float32")
+             for dt in ("float32", "float64", "uint8", "bfloat16")],
+            lambda: [
+                Entry("xT.copy()", "xT.copy()", ("dlbridge", "transpose"), ours=True),
+                Entry("x.copy()", "x.copy()", ("dlbridge", "transpose")),
+                Entry("t.T.contiguous()", "t.T.contiguous()", ("torch", "transpose")),
+            ],
+            {"x.copy()": 0.5, "t.T.contiguous()": 2.0},
+            note="x = dlbridge.from_dlpack(t), xT = dlbridge.from_dlpack(t.T): the ratio "
+            "against `x.copy()` is the transpose's speed as a fraction of dlbridge's contiguous "
+            "copy of the same bytes.",
+        ),
+    ]
+
+
+def run_sweep(sw: Sweep, base: dict[str, Any], missing: dict[str, str], quick: bool,
+              samples: int, warmup: int) -> None:
+    """Time every row of ``sw`` (inputs made fresh for each row and dropped after it)."""
+    for row in sw.rows:
+        if quick and not row.quick:
+            continue
+        ns, row_missing = dict(base), dict(missing)
+        row.setup(ns, row_missing)
+        nbytes = ns["a"].nbytes if "a" in ns else SIDE * SIDE * 4
+        g = Group(row.label, sw.entries())
+        run_group(g, ns, row_missing, samples_for(nbytes, samples), warmup)
+        sw.results.append((row.label, g))
+        ns.clear()
+
+
+def render_sweep(sw: Sweep) -> str:
+    labels = [e.label for e in sw.entries()]
+    ours = next(e.label for e in sw.entries() if e.ours)
+    peers = [lab for lab in labels if lab != ours]
+    head = f"| | `{ours}` ms | " + " | ".join(f"`{p}` ms | ratio" for p in peers) + " |"
+    lines = [f"### {sw.title}", ""]
+    if sw.note:
+        lines += [sw.note, ""]
+    lines += [
+        "Median ms per call; ratio = peer median / dlbridge median (above 1.0 dlbridge is "
+        "faster).",
+        "",
+        head,
+        "|---|---:|" + "---:|---:|" * len(peers),
+    ]
+    verdicts: dict[str, tuple[list[str], list[str]]] = {p: ([], []) for p in sw.targets}
+    for label, g in sw.results:
+        by = {e.label: e for e in g.entries}
+        mine = by[ours]
+        cells = [f"| {label} | {cell(mine)} |"]
+        for p in peers:
+            e = by[p]
+            r = e.med / mine.med if e.med is not None and mine.med is not None else None
+            cells.append(f" {cell(e)} | {fmt_ratio(r)} |")
+            if p in sw.targets and r is not None:
+                verdicts[p][0 if r >= sw.targets[p] else 1].append(label)
+        lines.append("".join(cells))
+    lines.append("")
+    for p, target in sw.targets.items():
+        met, missed = verdicts[p]
+        lines.append(f"- target dlbridge >= {target:g}x the speed of `{p}`: met at "
+                     f"{', '.join(met) or 'none'}; not met at {', '.join(missed) or 'none'}.")
+    return "\n".join(lines)
+
+
+def cell(e: Entry) -> str:
+    if e.skipped:
+        return f"skipped: {e.skipped}"
+    if e.error:
+        return e.error
+    return _ms(e.med)
+
+
 def _ms(v: float | None) -> str:
     return "—" if v is None else f"{v * 1e3:.2f}"
 
@@ -258,7 +433,7 @@ def header(mods: dict[str, Any], params: dict[str, int], command: str, quick: bo
     torch = mods.get("torch")
     threads = f"torch threads {torch.get_num_threads()}" if torch is not None else "no torch"
     return "\n".join([
-        "# Host copy speed: 64 MiB float32, contiguous and transposed",
+        "# Host copy speed: contiguous and transposed, 1 MiB to 1 GiB",
         "",
         "Generated by `benches/bench_copy.py`. Quote the ratios (every statement of a group "
         "measured in this one run, samples interleaved); absolute times are for this machine "
@@ -309,6 +484,11 @@ def main(argv: list[str] | None = None) -> int:
     for g in groups():
         run_group(g, ns, missing, params["samples"], params["warmup"])
         out.append(render_group(g))
+    base = {k: ns[k] for k in ("np", "dlbridge", "torch") if k in ns}
+    ns.clear()
+    for sw in sweeps(np):
+        run_sweep(sw, base, missing, args.quick, params["samples"], params["warmup"])
+        out.append(render_sweep(sw))
     command = command_line("benches/bench_copy.py", argv)
     text = header(mods, params, command, args.quick, load) + "\n\n" + "\n\n".join(out) + "\n"
     print(text)

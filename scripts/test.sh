@@ -23,6 +23,8 @@
 #      producer; a PyO3 extension built with maturin, with its own pytest), in the same cargo
 #      target directory (DLBRIDGE_SKIP_EXAMPLES=1 skips it)
 #   4. bash scripts/docs.sh: the documentation site in strict mode (a broken link fails)
+#      python benches/run_quick.py: the quick mode of every benchmark, tables printed to the
+#      log, no timing asserted (DLBRIDGE_SKIP_BENCH=1 skips it)
 #   5. python -m pytest [PYTEST ARGS...]  with the venv's python and scripts/env.sh
 #      (dpnp's SYCL device); a per-test --timeout (DLBRIDGE_PYTEST_TIMEOUT, default 300 s)
 #      comes first, so a --timeout in the arguments overrides it.
@@ -97,6 +99,10 @@ step cargo test -p dlbridge --no-default-features
 [ "${DLBRIDGE_SKIP_EXAMPLES:-0}" = 1 ] || step bash scripts/examples.sh
 
 step bash scripts/docs.sh
+
+# Every benchmark's quick mode, so a speed regression shows in every CI log (shared machines:
+# the tables are read, not asserted; a benchmark that crashes fails the step).
+[ "${DLBRIDGE_SKIP_BENCH:-0}" = 1 ] || step "$REPO/scripts/run.sh" python benches/run_quick.py
 
 "$PY" - <<'PYEOF'
 from importlib import metadata

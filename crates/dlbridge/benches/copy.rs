@@ -29,7 +29,7 @@ fn transpose_4096_f32(bencher: divan::Bencher) {
 }
 
 /// Transposes of 16 MiB by element size.
-#[divan::bench(types = [u8, u16, u64], sample_count = 20)]
+#[divan::bench(types = [u8, u16, f32, u64], sample_count = 20)]
 fn transpose_16mib<T: dlbridge::Element + From<u8>>(bencher: divan::Bencher) {
     let side = ((16i64 << 20) / std::mem::size_of::<T>() as i64).isqrt();
     let t = matrix::<T>(side, side).transposed();
@@ -69,11 +69,12 @@ fn contiguous_into_64mib_f32(bencher: divan::Bencher) {
     bencher.bench_local(|| unsafe { dlbridge::copy::copy_into(&dst, &src) }.expect("copy"));
 }
 
-/// An L2-resident transpose (256 × 256 float32), repeated: the kernel's compute cost.
-#[divan::bench]
-fn transpose_into_256_f32(bencher: divan::Bencher) {
-    let src = matrix::<f32>(256, 256).transposed();
-    let dst = matrix::<f32>(256, 256);
+/// An L2-resident transpose (256 KiB), repeated, by element size: the kernel's compute cost.
+#[divan::bench(types = [u8, u16, f32, u64])]
+fn transpose_into_256kib<T: dlbridge::Element + From<u8>>(bencher: divan::Bencher) {
+    let side = ((256i64 << 10) / std::mem::size_of::<T>() as i64).isqrt();
+    let src = matrix::<T>(side, side).transposed();
+    let dst = matrix::<T>(side, side);
     // SAFETY: nothing else uses `dst` while the benchmark runs.
     bencher.bench_local(|| unsafe { dlbridge::copy::copy_into(&dst, &src) }.expect("copy"));
 }

@@ -8,8 +8,10 @@
 //! - tiles: a cache-blocked transpose that stages one square tile of whole cache lines through a
 //!   small stack buffer, so that every source line is read once and every destination line is
 //!   written once, whatever the (often power-of-two, cache-set-aliasing) pitch;
-//! - above [`PARALLEL_THRESHOLD`] bytes the outermost loop is split in halves across the rayon
-//!   pool (only when no two destination elements share memory).
+//! - copies of at least [`PARALLEL_THRESHOLD`] bytes ([`CONTIGUOUS_THRESHOLD`] for one
+//!   contiguous run) are cut along one loop into chunks that the calling thread and the rayon
+//!   pool claim one at a time (the `chunked` module), when no two destination elements share
+//!   memory.
 
 use std::mem::size_of;
 use std::ptr;
@@ -17,18 +19,31 @@ use std::sync::OnceLock;
 
 use super::plan::{Dim, Kernel, Plan};
 
-/// Copies of at least this many bytes run on the rayon pool.
+/// Copies (other than one contiguous run) of at least this many bytes are shared with the
+/// rayon pool.
 pub const PARALLEL_THRESHOLD: usize = 1 << 20;
 
-/// Parallel pieces hold at least this many bytes.
+/// Bytes of one chunk of a shared copy other than one contiguous run (about: a tiled loop is
+/// cut on tile boundaries).
 const LEAF_BYTES: usize = 512 << 10;
 
-/// Parallel pieces of a single contiguous run hold at least this many bytes. One large
-/// `memcpy` (the C library's, with non-temporal stores for big blocks) was measured faster
-/// than parallel pieces of 0.5 to 16 MiB on a 2-CPU machine, into fresh and into existing
-/// memory alike (DRAM bandwidth and first-touch page faults bound it, not the CPU): only
-/// copies of more than 128 MiB are split.
-const MEMCPY_LEAF_BYTES: usize = 64 << 20;
+/// A contiguous copy of at least this many bytes is shared between the calling thread and the
+/// rayon pool (see the `chunked` module), in chunks of [`CHUNK_BYTES`].
+///
+/// Measured on the 2-CPU test machine (AMD EPYC virtual machine, `cargo bench --bench copy`, 64 MiB
+/// float32 into an existing tensor): fastest sample 2.06 ms shared against 3.5 ms for one `memcpy`,
+/// when the second CPU was free. With the second CPU taken by other processes (load average 4 to 7,
+/// as during all of this tuning) the helper rarely gets to copy: below 16 MiB shared and single
+/// copies timed alike (fastest of 150, 1 to 16 MiB, thresholds of 1, 2, 4 MiB and never), while a
+/// helper preempted in the middle of a chunk can make the caller wait for it, which likely is what
+/// slows the medians of large copies then (torch's threads suffer alike). The threshold keeps
+/// copies that fit in the caches (where one thread already copies at 25 to 30 GB/s and waking a
+/// helper costs as much as it saves) on one thread.
+pub(super) const CONTIGUOUS_THRESHOLD: usize = 4 << 20;
+
+/// Bytes of one chunk of a shared contiguous copy. 256 KiB, 1, 2 and 4 MiB timed alike (the
+/// fastest of 21 allocating and existing-destination 64 MiB copies within 5 %).
+const CHUNK_BYTES: usize = 1 << 20;
 
 /// Bytes of one tile side: a cache line.
 const LINE: usize = 64;
@@ -47,7 +62,7 @@ struct Ptrs {
     dst: *mut u8,
 }
 
-// SAFETY: the pointers are plain addresses handed between rayon workers; the caller of `run`
+// SAFETY: the pointers are plain addresses handed to the threads that copy the chunks; the caller of `run`
 // guarantees the memory is valid and that parallel pieces write disjoint destination bytes.
 unsafe impl Send for Ptrs {}
 // SAFETY: see above; `Ptrs` itself is never written through a shared reference.
@@ -89,14 +104,80 @@ pub(crate) unsafe fn run(
     // SAFETY: the shifts move the bases to the first element each loop visits, inside the
     // regions (caller's contract).
     let start = unsafe { base.advance(plan.src_shift, plan.dst_shift, itemsize) };
-    let bytes = plan.dims.iter().map(|d| d.n).product::<usize>() * itemsize;
-    let parallel = parallel && bytes >= PARALLEL_THRESHOLD && pool_usable();
     let job = Job {
         kernel: plan.kernel,
         itemsize,
     };
-    // SAFETY: forwarded contract.
-    unsafe { exec(&plan.dims, job, start, parallel) }
+    let cuts = chunking(&plan.dims, job).filter(|_| parallel && pool_usable());
+    let Some(cuts) = cuts else {
+        // SAFETY: forwarded contract.
+        return unsafe { exec(&plan.dims, job, start) };
+    };
+    let dims = plan.dims.clone();
+    let count = cuts.iter().map(|c| dims[c.k].n.div_ceil(c.piece)).product();
+    super::chunked::run(count, rayon::current_num_threads() - 1, move |c| {
+        let mut part = dims.clone();
+        let (mut src, mut dst, mut rest) = (0isize, 0isize, c);
+        for cut in cuts.iter().rev() {
+            let n = dims[cut.k].n;
+            let pieces = n.div_ceil(cut.piece);
+            let first = (rest % pieces) * cut.piece;
+            rest /= pieces;
+            part[cut.k].n = cut.piece.min(n - first);
+            src += first as isize * dims[cut.k].src;
+            dst += first as isize * dims[cut.k].dst;
+        }
+        // SAFETY: chunk c starts `first` steps along each cut loop, inside the regions; the
+        // chunks cover disjoint index ranges, so (no two destination elements sharing a byte,
+        // the caller's contract for `parallel`) they write disjoint bytes; `chunked::run`
+        // returns only after every chunk is done, while the caller's memory is still valid.
+        unsafe { exec(&part, job, start.advance(src, dst, itemsize)) };
+    });
+}
+
+/// One loop cut into pieces of `piece` steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Cut {
+    k: usize,
+    piece: usize,
+}
+
+/// How to cut a copy into chunks for the threads (along one or two loops), or `None` when the
+/// copy is too small to share.
+///
+/// A contiguous copy is cut once it holds [`CONTIGUOUS_THRESHOLD`] bytes, into chunks of
+/// [`CHUNK_BYTES`]; any other once it holds [`PARALLEL_THRESHOLD`] bytes, into chunks of about
+/// [`LEAF_BYTES`]: along the outermost loop, or, for a single transpose, into square blocks of
+/// whole tiles. Fastest of 20 for 16 MiB transposes (`cargo bench --bench copy`,
+/// `transpose_16mib`, load average about 6): strips that cut the destination lines took
+/// 12-14 ms for uint8 (1.6 ms for uint16), strips of whole destination lines 2.7-7.1 ms for
+/// uint8 and 3.5 ms for uint16, square blocks 4.4 and 2.2 ms: no strip suits every element
+/// size, squares are never far from the better one.
+fn chunking(dims: &[Dim], job: Job) -> Option<Vec<Cut>> {
+    let bytes = dims.iter().map(|d| d.n).product::<usize>() * job.itemsize;
+    let contiguous = matches!((job.kernel, dims), (Kernel::Rows, [d]) if d.src == 1 && d.dst == 1);
+    let (threshold, chunk) = if contiguous {
+        (CONTIGUOUS_THRESHOLD, CHUNK_BYTES)
+    } else {
+        (PARALLEL_THRESHOLD, LEAF_BYTES)
+    };
+    if bytes < threshold {
+        return None;
+    }
+    let k = split_dim(dims, job.kernel)?;
+    let last = dims.len() - 1;
+    if job.kernel == Kernel::Tiles && k + 1 >= last {
+        // A single 2-D transpose: square blocks whose side is a whole number of tiles.
+        let side = ((chunk / job.itemsize).isqrt() / 64).max(1) * 64;
+        let cuts: Vec<Cut> = [last - 1, last]
+            .into_iter()
+            .filter(|&k| dims[k].n > side)
+            .map(|k| Cut { k, piece: side })
+            .collect();
+        return (!cuts.is_empty()).then_some(cuts);
+    }
+    let piece = (chunk / (bytes / dims[k].n)).max(1);
+    (dims[k].n > piece).then_some(vec![Cut { k, piece }])
 }
 
 /// True when the rayon pool can run our pieces: it has more than one thread, and this is the
@@ -109,38 +190,12 @@ fn pool_usable() -> bool {
     *POOL_PID.get_or_init(|| pid) == pid && rayon::current_num_threads() > 1
 }
 
-/// Split in halves along the outermost loop until pieces are small, then run the leaves.
+/// Run the loops `dims` from `p` on this thread.
 ///
 /// # Safety
 /// As for [`run`], for the loops `dims` starting at `p`.
-unsafe fn exec(dims: &[Dim], job: Job, p: Ptrs, parallel: bool) {
+unsafe fn exec(dims: &[Dim], job: Job, p: Ptrs) {
     let Job { kernel, itemsize } = job;
-    let bytes = dims.iter().map(|d| d.n).product::<usize>() * itemsize;
-    if parallel && bytes >= 2 * leaf_bytes(dims, kernel) {
-        if let Some(k) = split_dim(dims, kernel) {
-            let n = dims[k].n;
-            // Split on a tile boundary when the extent allows it.
-            let half = if n >= 128 {
-                (n / 2).next_multiple_of(64).min(n - 1)
-            } else {
-                n / 2
-            };
-            let mut lo = dims.to_vec();
-            lo[k].n = half;
-            let mut hi = dims.to_vec();
-            hi[k].n = n - half;
-            let step = half as isize;
-            // SAFETY: the upper half starts `half` steps along dimension k, inside the regions.
-            let q = unsafe { p.advance(step * dims[k].src, step * dims[k].dst, itemsize) };
-            rayon::join(
-                // SAFETY: each half covers its own elements; destinations are disjoint.
-                || unsafe { exec(&lo, job, p, true) },
-                // SAFETY: as above.
-                || unsafe { exec(&hi, job, q, true) },
-            );
-            return;
-        }
-    }
     let core = match kernel {
         Kernel::Rows => 1,
         Kernel::Tiles => 2,
@@ -173,15 +228,6 @@ unsafe fn exec(dims: &[Dim], job: Job, p: Ptrs, parallel: bool) {
             // SAFETY: one 2-D slab of the plan from its origin.
             unsafe { tiles(inner[0], inner[1], job, q) };
         }),
-    }
-}
-
-/// The smallest parallel piece for `dims`: [`LEAF_BYTES`], or [`MEMCPY_LEAF_BYTES`] for a
-/// single contiguous run.
-fn leaf_bytes(dims: &[Dim], kernel: Kernel) -> usize {
-    match (kernel, dims) {
-        (Kernel::Rows, [d]) if d.src == 1 && d.dst == 1 => MEMCPY_LEAF_BYTES,
-        _ => LEAF_BYTES,
     }
 }
 
@@ -244,30 +290,36 @@ trait Word: Copy + Default {
         }
     }
 }
+/// Words moved through 16-byte registers: `$lanes` elements per register.
+#[cfg(target_arch = "x86_64")]
+macro_rules! simd_word {
+    ($($t:ty => $lanes:literal),*) => {$(
+        impl Word for $t {
+            #[inline(always)]
+            unsafe fn write_transposed<const B: usize>(
+                buf: &[[$t; B]; B],
+                dst: *mut $t,
+                dst_a: isize,
+            ) {
+                // SAFETY: forwarded contract; the tile side `B` (one cache line of elements)
+                // is a multiple of the lanes per register.
+                unsafe { super::simd::write_transposed::<$t, B, $lanes>(buf, dst, dst_a) }
+            }
+        }
+    )*};
+}
+#[cfg(target_arch = "x86_64")]
+simd_word!(u8 => 16, u16 => 8, u32 => 4, u64 => 2, u128 => 1);
+#[cfg(not(target_arch = "x86_64"))]
 impl Word for u8 {}
+#[cfg(not(target_arch = "x86_64"))]
 impl Word for u16 {}
-impl Word for u128 {}
-
-#[cfg(target_arch = "x86_64")]
-impl Word for u32 {
-    #[inline(always)]
-    unsafe fn write_transposed<const B: usize>(buf: &[[u32; B]; B], dst: *mut u32, dst_a: isize) {
-        // SAFETY: forwarded contract; tiles of 4-byte elements have B = 16.
-        unsafe { super::simd::write_transposed_4(buf, dst, dst_a) }
-    }
-}
-#[cfg(target_arch = "x86_64")]
-impl Word for u64 {
-    #[inline(always)]
-    unsafe fn write_transposed<const B: usize>(buf: &[[u64; B]; B], dst: *mut u64, dst_a: isize) {
-        // SAFETY: forwarded contract; tiles of 8-byte elements have B = 8.
-        unsafe { super::simd::write_transposed_8(buf, dst, dst_a) }
-    }
-}
 #[cfg(not(target_arch = "x86_64"))]
 impl Word for u32 {}
 #[cfg(not(target_arch = "x86_64"))]
 impl Word for u64 {}
+#[cfg(not(target_arch = "x86_64"))]
+impl Word for u128 {}
 
 /// `outer.n` rows of `dim`, the rows `outer` apart.
 ///
@@ -548,6 +600,50 @@ const _: () = assert!(size_of::<[[u8; LINE]; LINE]>() == 4096);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chunks_only_for_large_copies_and_on_tile_boundaries() {
+        let dim = |n, src, dst| Dim { n, src, dst };
+        let rows = |itemsize| Job {
+            kernel: Kernel::Rows,
+            itemsize,
+        };
+        let one = |k, piece| Some(vec![Cut { k, piece }]);
+        // One contiguous run: chunked from CONTIGUOUS_THRESHOLD bytes, in CHUNK_BYTES.
+        let run = |n| [dim(n, 1, 1)];
+        assert_eq!(chunking(&run(CONTIGUOUS_THRESHOLD - 1), rows(1)), None);
+        assert_eq!(
+            chunking(&run(CONTIGUOUS_THRESHOLD), rows(1)),
+            one(0, CHUNK_BYTES)
+        );
+        assert_eq!(
+            chunking(&run(CONTIGUOUS_THRESHOLD / 8), rows(8)),
+            one(0, CHUNK_BYTES / 8)
+        );
+        // Strided rows: from PARALLEL_THRESHOLD, cut along the outer loop.
+        let strided = [dim(PARALLEL_THRESHOLD / 64, 128, 64), dim(64, 2, 1)];
+        assert_eq!(chunking(&strided, rows(1)), one(0, LEAF_BYTES / 64));
+        assert_eq!(chunking(&strided[1..], rows(1)), None);
+        // A 4096² transpose: square blocks of whole tiles, along both loops.
+        let tiles = |itemsize| Job {
+            kernel: Kernel::Tiles,
+            itemsize,
+        };
+        let t = [dim(4096, 1, 4096), dim(4096, 4096, 1)];
+        assert_eq!(
+            chunking(&t, tiles(4)),
+            Some(vec![Cut { k: 0, piece: 320 }, Cut { k: 1, piece: 320 }])
+        );
+        assert_eq!(
+            chunking(&t, tiles(1)),
+            Some(vec![Cut { k: 0, piece: 704 }, Cut { k: 1, piece: 704 }])
+        );
+        // A short side is not cut; a batch of transposes is cut along the batch.
+        let wide = [dim(300, 1, 1 << 14), dim(1 << 14, 300, 1)];
+        assert_eq!(chunking(&wide, tiles(4)), one(1, 320));
+        let batch = [dim(8, 1 << 18, 1 << 18), dim(512, 1, 512), dim(512, 512, 1)];
+        assert_eq!(chunking(&batch, tiles(4)), one(0, 1));
+    }
 
     #[test]
     fn small_copies_of_every_length() {

@@ -9,6 +9,7 @@
 //! requested order.
 
 mod buffer;
+mod chunked;
 mod kernel;
 mod plan;
 #[cfg(target_arch = "x86_64")]
@@ -411,6 +412,34 @@ mod tests {
         let rc = r.copy(Order::C).unwrap();
         assert_eq!(rc.as_slice::<i64>().unwrap()[0], n - 1);
         assert_eq!(rc.host_bytes().unwrap(), reference(&r));
+    }
+
+    #[test]
+    fn contiguous_copies_around_the_chunked_threshold() {
+        let at = kernel::CONTIGUOUS_THRESHOLD;
+        for bytes in [at - 1, at, at + 1, 3 * at + 4097] {
+            let values: Vec<u8> = (0..bytes).map(|i| (i * 13 % 251) as u8).collect();
+            let t = Tensor::from_vec(values, &[bytes as i64]).unwrap();
+            let c = t.copy(Order::C).unwrap();
+            assert_eq!(c.host_bytes().unwrap(), t.host_bytes().unwrap(), "{bytes}");
+            let dst = Tensor::zeros(DType::UINT8, &[bytes as i64]).unwrap();
+            // SAFETY: nothing else uses `dst`.
+            unsafe { copy_into(&dst, &t) }.unwrap();
+            assert_eq!(
+                dst.host_bytes().unwrap(),
+                t.host_bytes().unwrap(),
+                "{bytes}"
+            );
+        }
+        // 16-byte elements in two dimensions that the planner merges into one run.
+        let n = (at / 16 + 3) as i64;
+        let raw: Vec<u8> = (0..2 * n * 16).map(|i| (i % 253) as u8).collect();
+        let raw = Tensor::from_vec(raw, &[2 * n * 16]).unwrap();
+        let t = view(&raw, DType::COMPLEX128, &[2, n], &[n, 1], 0);
+        let dst = Tensor::zeros(DType::COMPLEX128, &[2, n]).unwrap();
+        // SAFETY: nothing else uses `dst`.
+        unsafe { copy_into(&dst, &t) }.unwrap();
+        assert_eq!(dst.host_bytes().unwrap(), raw.host_bytes().unwrap());
     }
 
     #[test]
