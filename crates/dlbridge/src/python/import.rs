@@ -79,6 +79,28 @@ pub fn numpy_array(
     }
 }
 
+/// A tensor exported through its type's DLPack C exchange API (torch's state checked), when
+/// the type has one, no device is asked for, and the data is host-accessible; `None` for
+/// anything else, which takes the general path.
+pub fn exchange_table(
+    obj: &Bound<'_, PyAny>,
+    offers: &Protocols,
+    device: Option<Device>,
+) -> PyResult<Option<Tensor>> {
+    let (Some(api), None) = (offers.exchange, device) else {
+        return Ok(None);
+    };
+    let Some(tensor) = api.import(obj)? else {
+        return Ok(None);
+    };
+    // Checked after the export, whose dtype says which states the tensor can have (a refusal
+    // drops the export, and torch's deleter runs).
+    if offers.torch_tensor {
+        torch::check_exported(obj, tensor.dtype())?;
+    }
+    Ok(Some(tensor))
+}
+
 /// [`import`], with the names of an Arrow `fixed_shape_tensor`'s cell dimensions.
 fn import_named(
     obj: &Bound<'_, PyAny>,
@@ -98,13 +120,11 @@ fn import_named(
     if let Some(tensor) = numpy_array(obj, &offers, device)? {
         return unnamed(tensor);
     }
+    if let Some(tensor) = exchange_table(obj, &offers, device)? {
+        return unnamed(tensor);
+    }
     if offers.torch_tensor {
         torch::check_exportable(obj)?;
-    }
-    if let (Some(api), None) = (offers.exchange, device) {
-        if let Some(tensor) = api.import(obj)? {
-            return unnamed(tensor);
-        }
     }
     // pyarrow's plain integer and float arrays are the exception to the Arrow-first rule
     // below: their own `__dlpack__` gives the same read-only zero-copy view (slice offset
