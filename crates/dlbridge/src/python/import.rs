@@ -1,7 +1,7 @@
 //! Any Python array-like -> [`Tensor`], in the documented order, then the `device` / `copy`
 //! policy of the array API.
 
-use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::exceptions::{PyBufferError, PyNotImplementedError, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -146,33 +146,30 @@ fn import_named(
             Err(err) => return Err(err),
         }
     }
-    // Objects that speak the Arrow C interface go through it, even when they also offer
-    // __dlpack__ (pyarrow arrays do): it carries nulls (refused with a BufferError naming the
-    // fix), bit-packed booleans (unpacked by a copy), fixed-size lists and the
-    // fixed_shape_tensor extension, which pyarrow's __dlpack__ refuses with TypeError or, for a
-    // permutation that is not its own inverse, exports with overlapping strides. Plain arrays
-    // are zero-copy and read-only either way.
-    if let Some(protocol) = arrow::Protocol::of(&offers) {
-        let imported = arrow::import_with(obj, protocol, copy, crate::arrow::Nulls::Refuse)?;
-        return Ok((imported.values, imported.dim_names));
+    // The protocols the type offers, in the documented order. Objects that speak the Arrow C
+    // interface go through it, even when they also offer __dlpack__ (pyarrow arrays do): it
+    // carries nulls (refused with a BufferError naming the fix), bit-packed booleans (unpacked
+    // by a copy), fixed-size lists and the fixed_shape_tensor extension, which pyarrow's
+    // __dlpack__ refuses with TypeError or, for a permutation that is not its own inverse,
+    // exports with overlapping strides. Plain arrays are zero-copy and read-only either way.
+    //
+    // A producer that raises NotImplementedError from one of them says "not this protocol"
+    // (the Arrow PyCapsule interface's own convention, e.g. a device method on a host-only
+    // build), so the next one it offers is tried. Any other error is about the data and is
+    // raised as it is: a BufferError for nulls, a device it cannot reach, ... would only be
+    // hidden by another protocol's different error.
+    let mut refusals = Vec::new();
+    for route in Route::offered(obj, &offers).into_iter().flatten() {
+        match route.import(obj, &offers, device, copy) {
+            Ok(imported) => return Ok(imported),
+            Err(err) if err.is_instance_of::<PyNotImplementedError>(py) => {
+                refusals.push((route, err));
+            }
+            Err(err) => return Err(err),
+        }
     }
-    if offers.dlpack {
-        return unnamed(import_dlpack(obj, offers.dlpack_method, device, copy)?);
-    }
-    if offers.cuda_array_interface {
-        return unnamed(import_cuda_array_interface(
-            obj,
-            &obj.getattr(intern!(py, "__cuda_array_interface__"))?,
-        )?);
-    }
-    if buffer::has_buffer(obj) {
-        return unnamed(buffer::import(obj)?);
-    }
-    if offers.array_interface {
-        return unnamed(array_interface::import(
-            obj,
-            &obj.getattr(intern!(py, "__array_interface__"))?,
-        )?);
+    if !refusals.is_empty() {
+        return Err(every_route_refused(obj, refusals));
     }
     // The type offers nothing; the instance may (an `__array_interface__` set in `__init__`,
     // as NumPy's documentation shows, or a `__dlpack__` attached to one object).
@@ -193,6 +190,112 @@ fn import_named(
     Err(PyTypeError::new_err(format!(
         "cannot import an object of type {type_name}: it offers none of __dlpack__, a DLPack capsule, __cuda_array_interface__, the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__...), the buffer protocol or __array_interface__ (for a Python list, build an array first, e.g. numpy.asarray)"
     )))
+}
+
+/// A protocol of the general dispatch (after capsules, NumPy arrays, exchange tables and
+/// pyarrow's numeric arrays).
+#[derive(Clone, Copy, Debug)]
+enum Route {
+    Arrow(arrow::Protocol),
+    DLPack,
+    CudaArrayInterface,
+    Buffer,
+    ArrayInterface,
+}
+
+impl Route {
+    /// The routes `obj`'s type offers, in the order they are tried.
+    fn offered(obj: &Bound<'_, PyAny>, offers: &Protocols) -> [Option<Route>; 8] {
+        use arrow::Protocol::{Array, DeviceArray, DeviceStream, Stream};
+        [
+            offers.arrow_device_array.then_some(Route::Arrow(DeviceArray)),
+            offers.arrow_array.then_some(Route::Arrow(Array)),
+            offers.arrow_device_stream.then_some(Route::Arrow(DeviceStream)),
+            offers.arrow_stream.then_some(Route::Arrow(Stream)),
+            offers.dlpack.then_some(Route::DLPack),
+            offers.cuda_array_interface.then_some(Route::CudaArrayInterface),
+            buffer::has_buffer(obj).then_some(Route::Buffer),
+            offers.array_interface.then_some(Route::ArrayInterface),
+        ]
+    }
+
+    /// What the route is called in messages.
+    fn name(self) -> &'static str {
+        match self {
+            Route::Arrow(arrow::Protocol::DeviceArray) => "__arrow_c_device_array__",
+            Route::Arrow(arrow::Protocol::Array) => "__arrow_c_array__",
+            Route::Arrow(arrow::Protocol::DeviceStream) => "__arrow_c_device_stream__",
+            Route::Arrow(arrow::Protocol::Stream) => "__arrow_c_stream__",
+            Route::DLPack => "__dlpack__",
+            Route::CudaArrayInterface => "__cuda_array_interface__",
+            Route::Buffer => "the buffer protocol",
+            Route::ArrayInterface => "__array_interface__",
+        }
+    }
+
+    fn import(
+        self,
+        obj: &Bound<'_, PyAny>,
+        offers: &Protocols,
+        device: Option<Device>,
+        copy: Option<bool>,
+    ) -> PyResult<(Tensor, CellNames)> {
+        let py = obj.py();
+        let tensor = match self {
+            Route::Arrow(protocol) => {
+                let imported =
+                    arrow::import_with(obj, protocol, copy, crate::arrow::Nulls::Refuse)?;
+                return Ok((imported.values, imported.dim_names));
+            }
+            Route::DLPack => import_dlpack(obj, offers.dlpack_method, device, copy)?,
+            Route::CudaArrayInterface => import_cuda_array_interface(
+                obj,
+                &obj.getattr(intern!(py, "__cuda_array_interface__"))?,
+            )?,
+            Route::Buffer => buffer::import(obj)?,
+            Route::ArrayInterface => {
+                array_interface::import(obj, &obj.getattr(intern!(py, "__array_interface__"))?)?
+            }
+        };
+        Ok((tensor, None))
+    }
+}
+
+/// The TypeError for an object every offered protocol of which raised NotImplementedError:
+/// each protocol and its error, the last error as the cause.
+#[cold]
+fn every_route_refused(obj: &Bound<'_, PyAny>, refusals: Vec<(Route, PyErr)>) -> PyErr {
+    let py = obj.py();
+    let type_name = obj
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    let each: Vec<String> = refusals
+        .iter()
+        .map(|(route, err)| format!("{} raised {}", route.name(), describe_error(py, err)))
+        .collect();
+    let refused = PyTypeError::new_err(format!(
+        "cannot import an object of type {type_name}: every protocol it offers refused ({}); convert it with its own library first (e.g. numpy.asarray)",
+        each.join("; ")
+    ));
+    if let Some((_, last)) = refusals.into_iter().last() {
+        refused.set_cause(py, Some(last));
+    }
+    refused
+}
+
+/// `Type: message` (or the type alone) for an error in a message.
+fn describe_error(py: Python<'_>, err: &PyErr) -> String {
+    let kind = err
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    match err.value(py).str().map(|s| s.to_string()) {
+        Ok(message) if !message.is_empty() => format!("{kind}: {message}"),
+        _ => kind,
+    }
 }
 
 /// `__cuda_array_interface__`, with the object's `__dlpack_device__` (if any) as the device
