@@ -159,7 +159,10 @@ fn import_named(
     // raised as it is: a BufferError for nulls, a device it cannot reach, ... would only be
     // hidden by another protocol's different error.
     let mut refusals = Vec::new();
-    for route in Route::offered(obj, &offers).into_iter().flatten() {
+    for route in Route::ORDER {
+        if !route.is_offered(obj, &offers) {
+            continue;
+        }
         match route.import(obj, &offers, device, copy) {
             Ok(imported) => return Ok(imported),
             Err(err) if err.is_instance_of::<PyNotImplementedError>(py) => {
@@ -204,19 +207,31 @@ enum Route {
 }
 
 impl Route {
-    /// The routes `obj`'s type offers, in the order they are tried.
-    fn offered(obj: &Bound<'_, PyAny>, offers: &Protocols) -> [Option<Route>; 8] {
-        use arrow::Protocol::{Array, DeviceArray, DeviceStream, Stream};
-        [
-            offers.arrow_device_array.then_some(Route::Arrow(DeviceArray)),
-            offers.arrow_array.then_some(Route::Arrow(Array)),
-            offers.arrow_device_stream.then_some(Route::Arrow(DeviceStream)),
-            offers.arrow_stream.then_some(Route::Arrow(Stream)),
-            offers.dlpack.then_some(Route::DLPack),
-            offers.cuda_array_interface.then_some(Route::CudaArrayInterface),
-            buffer::has_buffer(obj).then_some(Route::Buffer),
-            offers.array_interface.then_some(Route::ArrayInterface),
-        ]
+    /// Every route, in the order they are tried.
+    const ORDER: [Route; 8] = [
+        Route::Arrow(arrow::Protocol::DeviceArray),
+        Route::Arrow(arrow::Protocol::Array),
+        Route::Arrow(arrow::Protocol::DeviceStream),
+        Route::Arrow(arrow::Protocol::Stream),
+        Route::DLPack,
+        Route::CudaArrayInterface,
+        Route::Buffer,
+        Route::ArrayInterface,
+    ];
+
+    /// Whether `obj`'s type offers the route (asked only when the routes before it did not
+    /// import `obj`).
+    fn is_offered(self, obj: &Bound<'_, PyAny>, offers: &Protocols) -> bool {
+        match self {
+            Route::Arrow(arrow::Protocol::DeviceArray) => offers.arrow_device_array,
+            Route::Arrow(arrow::Protocol::Array) => offers.arrow_array,
+            Route::Arrow(arrow::Protocol::DeviceStream) => offers.arrow_device_stream,
+            Route::Arrow(arrow::Protocol::Stream) => offers.arrow_stream,
+            Route::DLPack => offers.dlpack,
+            Route::CudaArrayInterface => offers.cuda_array_interface,
+            Route::Buffer => buffer::has_buffer(obj),
+            Route::ArrayInterface => offers.array_interface,
+        }
     }
 
     /// What the route is called in messages.
