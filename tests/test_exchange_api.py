@@ -232,6 +232,9 @@ def test_torch_state_is_refused_through_the_table(make, fix):
         dlbridge.from_dlpack(x)
     with pytest.raises(BufferError, match=fix):
         dlbridge.copyto(dlbridge.from_dlpack(np.zeros(x.shape, np.float64)), x)
+    # With a device asked for, the import takes torch's __dlpack__, checked before the call.
+    with pytest.raises(BufferError, match=fix):
+        dlbridge.from_dlpack(x, device="cpu")
     if x.dtype == torch.bool:
         return  # torch cannot resolve a negated bool
     resolved = x.detach().resolve_conj().resolve_neg()
