@@ -108,7 +108,7 @@ def build_namespace(np: Any) -> tuple[dict[str, Any], dict[str, str]]:
 
 
 def rows() -> list[Row]:
-    i2, i7 = "issue 2 #9, issue 7 #4", "issue 7 #4"
+    i2, i7, i16 = "issue 2 #9, issue 7 #4", "issue 7 #4", "issue 16 #4, #5"
     return [
         # --- issue 2 #9: numpy and torch, both directions
         Row("dlbridge.from_dlpack(np_array)", "np.from_dlpack(np_array)",
@@ -120,15 +120,22 @@ def rows() -> list[Row]:
         # --- issue 7 #4
         Row("dlbridge.from_dlpack(torch_t)", "np.from_dlpack(torch_t)",
             ("dlbridge", "torch"), 0.25, i7),
+        # --- issue 16 #4: both sides use torch's C exchange table (dlbridge also reads the
+        # tensor's requires_grad and negative bit, which the table drops)
+        Row("dlbridge.from_dlpack(torch_t)", "tvm_ffi.from_dlpack(torch_t)",
+            ("dlbridge", "torch", "tvm_ffi"), 1.0, i16,
+            note="both use torch's C exchange table; dlbridge also checks requires_grad and "
+            "the negative bit, which the table drops"),
         # --- issue 7 #3: the rest of the full table (no ratio targets set)
         Row("jnp.from_dlpack(tensor)", "jnp.from_dlpack(np_array)", ("dlbridge", "jnp")),
-        Row("dlbridge.from_dlpack(jax_array)", "np.from_dlpack(jax_array)", ("dlbridge", "jnp")),
+        Row("dlbridge.from_dlpack(jax_array)", "np.from_dlpack(jax_array)", ("dlbridge", "jnp"),
+            1.0, i16),
         Row("dlbridge.from_dlpack(pa_array)", "pa_array.to_numpy(zero_copy_only=True)",
             ("dlbridge", "pa"),
             note="result is a dlbridge.Tensor, baseline's an ndarray; the next row is the "
             "like-with-like one"),
         Row("np.from_dlpack(dlbridge.from_dlpack(pa_array))",
-            "pa_array.to_numpy(zero_copy_only=True)", ("dlbridge", "pa"),
+            "pa_array.to_numpy(zero_copy_only=True)", ("dlbridge", "pa"), 1.2, i16,
             note="Arrow -> NumPy through dlbridge"),
         Row("pa.array(tensor)", "pa.array(np_array)", ("dlbridge", "pa"),
             note="Arrow import"),
@@ -136,10 +143,11 @@ def rows() -> list[Row]:
             ("dlbridge", "tvm_ffi", "torch"),
             note="baseline uses torch's C exchange API"),
         Row("dlbridge.from_dlpack(tvm_t)", "np.from_dlpack(tvm_t)",
-            ("dlbridge", "tvm_ffi", "tvm_t")),
+            ("dlbridge", "tvm_ffi", "tvm_t"), 1.0, i16),
         Row("array_api_strict.from_dlpack(tensor)", "array_api_strict.from_dlpack(np_array)",
             ("dlbridge", "xp")),
-        Row("dlbridge.from_dlpack(xp_array)", "np.from_dlpack(xp_array)", ("dlbridge", "xp")),
+        Row("dlbridge.from_dlpack(xp_array)", "np.from_dlpack(xp_array)", ("dlbridge", "xp"),
+            1.0, i16),
     ]
 
 

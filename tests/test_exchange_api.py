@@ -176,6 +176,81 @@ def test_torch_state_the_table_would_drop_is_refused(make, fix):
         dlbridge.from_dlpack(x)
 
 
+def _neg_bit_set_in_place(dtype):
+    # A plain tensor (not a view) whose negative bit is set in place.
+    x = torch.ones(3, dtype=dtype)
+    torch._C._set_neg(x, True)
+    return x
+
+
+class _TensorHidingItsState(torch.Tensor):
+    # A subclass whose Python attributes deny the state: dlbridge reads the tensor's own bits.
+    def is_conj(self):
+        return False
+
+    def is_neg(self):
+        return False
+
+    @property
+    def requires_grad(self):
+        return False
+
+
+@pytest.mark.parametrize(
+    "make, fix",
+    [
+        # the negative bit, on every kind of dtype (torch allows it on any)
+        (lambda: torch._neg_view(torch.ones(3, dtype=torch.float32)), "resolve_neg"),
+        (lambda: torch._neg_view(torch.ones(3, dtype=torch.int32)), "resolve_neg"),
+        (lambda: torch._neg_view(torch.ones(3, dtype=torch.uint8)), "resolve_neg"),
+        (lambda: torch._neg_view(torch.ones(3, dtype=torch.bool)), "resolve_neg"),
+        (lambda: torch._neg_view(torch.ones(3, dtype=torch.complex64)), "resolve_neg"),
+        (lambda: _neg_bit_set_in_place(torch.float64), "resolve_neg"),
+        (lambda: _neg_bit_set_in_place(torch.int64), "resolve_neg"),
+        # the conjugate bit (complex only)
+        (lambda: torch.ones(3, dtype=torch.complex64).conj(), "resolve_conj"),
+        (lambda: torch.ones(3, dtype=torch.complex128).conj(), "resolve_conj"),
+        # requires_grad, on every floating-point and complex dtype
+        (lambda: torch.ones(3, dtype=torch.float16, requires_grad=True), "detach"),
+        (lambda: torch.ones(3, dtype=torch.bfloat16, requires_grad=True), "detach"),
+        (lambda: torch.ones(3, dtype=torch.float64, requires_grad=True), "detach"),
+        (lambda: torch.ones(3, dtype=torch.complex64, requires_grad=True), "detach"),
+        (lambda: torch.ones(3, requires_grad=True) * 2, "detach"),  # a non-leaf
+        # a subclass cannot hide the state behind Python overrides
+        (lambda: torch._neg_view(torch.ones(3)).as_subclass(_TensorHidingItsState), "resolve_neg"),
+        (lambda: torch.ones(2, dtype=torch.complex64).conj().as_subclass(_TensorHidingItsState),
+         "resolve_conj"),
+        (lambda: torch.ones(2, requires_grad=True).as_subclass(_TensorHidingItsState), "detach"),
+    ],
+)
+def test_torch_state_is_refused_through_the_table(make, fix):
+    # The route under test: the type offers torch's table, and the import takes it (checked
+    # below on a resolved tensor of the same type: zero-copy, same address).
+    x = make()
+    assert type(x).__dlpack_c_exchange_api__ is not None
+    with pytest.raises(BufferError, match=fix):
+        dlbridge.from_dlpack(x)
+    with pytest.raises(BufferError, match=fix):
+        dlbridge.copyto(dlbridge.from_dlpack(np.zeros(x.shape, np.float64)), x)
+    # With a device asked for, the import takes torch's __dlpack__, checked before the call.
+    with pytest.raises(BufferError, match=fix):
+        dlbridge.from_dlpack(x, device="cpu")
+    if x.dtype == torch.bool:
+        return  # torch cannot resolve a negated bool
+    resolved = x.detach().resolve_conj().resolve_neg()
+    assert not (resolved.is_neg() or resolved.is_conj() or resolved.requires_grad)
+    t = dlbridge.from_dlpack(resolved)
+    assert t.data_ptr == resolved.data_ptr() and t.tolist() == resolved.tolist()
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int64, torch.uint8, torch.bool, torch.float32,
+                                   torch.complex128])
+def test_torch_plain_tensors_of_every_kind_pass_the_checks(dtype):
+    x = torch.ones(3, dtype=dtype)
+    t = dlbridge.from_dlpack(x)
+    assert t.data_ptr == x.data_ptr() and t.tolist() == x.tolist()
+
+
 def test_torch_resolved_conjugate_has_the_right_values():  # C28: the opt-in is resolve_conj()
     x = torch.tensor([1 + 2j, 3 - 1j]).conj()
     t = dlbridge.from_dlpack(x.resolve_conj())

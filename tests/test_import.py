@@ -908,3 +908,121 @@ def test_threads_import_export_drop(collect):  # C22 (GIL build smoke test)
     collect()
     assert not errors
     assert all(f.finalize() == 1 for batch in fakes for f in batch)
+
+
+# --------------------------------------------------------------------------------------------
+# A protocol that raises NotImplementedError is passed over for the next one the type offers
+# --------------------------------------------------------------------------------------------
+def _refuse(name):
+    def method(self, *args, **kwargs):
+        raise NotImplementedError(f"{name} is not supported here")
+
+    return method
+
+
+def _producer(refusing=(), failing=None, **delegates):
+    """A producer class whose methods in ``refusing`` raise NotImplementedError, whose method
+    ``failing`` (if any) raises BufferError, and whose other protocol methods delegate to
+    ``source`` (a dlbridge Tensor of int32 0..5, as an Arrow and DLPack producer)."""
+    source = dlbridge.from_dlpack(np.arange(6, dtype=np.int32))
+    names = ("__arrow_c_device_array__", "__arrow_c_array__", "__arrow_c_device_stream__",
+             "__arrow_c_stream__", "__dlpack__")
+    body = {"__dlpack_device__": lambda self: source.__dlpack_device__()}
+    for name in names:
+        if name in refusing:
+            body[name] = _refuse(name)
+        elif name == failing:
+            def fail(self, *args, **kwargs):
+                raise BufferError("the producer's data is on a device that went away")
+            body[name] = fail
+        elif delegates.get(name, True) and hasattr(source, name):
+            body[name] = (lambda n: lambda self, *a, **kw: getattr(source, n)(*a, **kw))(name)
+    return type("Producer", (), body)()
+
+
+def test_device_array_refused_falls_back_to_arrow_array():
+    x = _producer(refusing=("__arrow_c_device_array__",))
+    t = dlbridge.from_dlpack(x)
+    assert t.tolist() == list(range(6)) and t.readonly  # an Arrow import: read-only
+
+
+@pytest.mark.parametrize(
+    "refusing",
+    [
+        ("__arrow_c_device_array__", "__arrow_c_array__"),
+        ("__arrow_c_device_array__", "__arrow_c_array__", "__arrow_c_device_stream__",
+         "__arrow_c_stream__"),
+    ],
+)
+def test_arrow_refused_falls_back_to_the_next_protocol(refusing):
+    x = _producer(refusing=refusing)
+    t = dlbridge.from_dlpack(x)
+    assert t.tolist() == list(range(6))
+
+
+def test_arrow_refused_falls_back_to_dlpack():
+    x = _producer(
+        refusing=("__arrow_c_device_array__", "__arrow_c_array__"),
+        __arrow_c_device_stream__=False, __arrow_c_stream__=False,
+    )
+    assert not hasattr(x, "__arrow_c_stream__")
+    t = dlbridge.from_dlpack(x)
+    assert t.tolist() == list(range(6)) and not t.readonly  # DLPack: the source is writable
+
+
+def test_every_protocol_refused_is_a_type_error_naming_each():
+    refusing = ("__arrow_c_device_array__", "__arrow_c_array__", "__arrow_c_device_stream__",
+                "__arrow_c_stream__", "__dlpack__")
+    with pytest.raises(TypeError, match="every protocol it offers refused") as ei:
+        dlbridge.from_dlpack(_producer(refusing=refusing))
+    message = str(ei.value)
+    positions = [message.index(f"{name} raised NotImplementedError: {name} is not supported")
+                 for name in refusing]
+    assert positions == sorted(positions)  # in the order they were tried
+    assert isinstance(ei.value.__cause__, NotImplementedError)
+
+
+def test_a_preferred_protocols_buffer_error_is_raised_not_passed_over():
+    # BufferError is about the data (nulls, an unreachable device...): another protocol would
+    # only hide it, so it is raised as it is even though __arrow_c_array__ would work.
+    x = _producer(failing="__arrow_c_device_array__")
+    with pytest.raises(BufferError, match="went away"):
+        dlbridge.from_dlpack(x)
+
+
+def test_refused_then_real_error_raises_the_real_error():
+    x = _producer(refusing=("__arrow_c_device_array__",), failing="__arrow_c_array__")
+    with pytest.raises(BufferError, match="went away"):
+        dlbridge.from_dlpack(x)
+
+
+class _RefusingDLPackBytes(bytearray):
+    __dlpack__ = _refuse("__dlpack__")
+
+
+class _RefusingDLPackArrayInterface:
+    __dlpack__ = _refuse("__dlpack__")
+
+    def __init__(self):
+        self._a = np.arange(3.0)
+
+    @property
+    def __array_interface__(self):
+        return self._a.__array_interface__
+
+
+def test_dlpack_refused_falls_back_to_buffer_protocol():
+    t = dlbridge.from_dlpack(_RefusingDLPackBytes(b"\x01\x02\x03"))
+    assert t.dtype == "uint8" and t.tolist() == [1, 2, 3]
+
+
+def test_dlpack_refused_falls_back_to_array_interface():
+    x = _RefusingDLPackArrayInterface()
+    t = dlbridge.from_dlpack(x)
+    assert t.tolist() == [0.0, 1.0, 2.0] and t.data_ptr == x._a.ctypes.data
+
+
+def test_fallback_applies_to_every_import_entry():
+    dst = dlbridge.from_dlpack(np.zeros(6, np.int32))
+    dlbridge.copyto(dst, _producer(refusing=("__arrow_c_device_array__", "__arrow_c_array__")))
+    assert dst.tolist() == list(range(6))

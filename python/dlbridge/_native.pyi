@@ -221,7 +221,9 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
     ``__arrow_c_stream__``; taken before ``__dlpack__`` for objects that offer both, like pyarrow
     arrays, except pyarrow's integer and float arrays, whose own ``__dlpack__`` is faster),
     ``__dlpack__`` (versioned, legacy fallback), ``__cuda_array_interface__``, the buffer
-    protocol and ``__array_interface__``. Arrow imports are read-only and keep a
+    protocol and ``__array_interface__``. A protocol whose method raises NotImplementedError is
+    passed over for the next one the object offers (TypeError naming each refusal when all do);
+    any other error from the producer is raised as it is. Arrow imports are read-only and keep a
     ``fixed_shape_tensor``'s ``dim_names``; nulls are a BufferError (see :func:`from_arrow`);
     bit-packed booleans and several stream chunks need a copy (several chunks on a device the host
     cannot read are a BufferError). ``device`` asks the producer first, then dlbridge's own

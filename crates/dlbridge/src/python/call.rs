@@ -57,17 +57,17 @@ pub fn dlpack_with_max_version<'py>(
     unsafe { Bound::from_owned_ptr_or_err(py, result) }
 }
 
-/// `obj.name()`, without creating a bound method.
-pub fn method0<'py>(
-    obj: &Bound<'py, PyAny>,
-    name: &Bound<'py, pyo3::types::PyString>,
+/// `function(arg)`, without a tuple for the argument.
+pub fn function1<'py>(
+    function: &Bound<'py, PyAny>,
+    arg: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let args = [obj.as_ptr()];
-    // SAFETY: the GIL is held; `args` holds `self` only, borrowed and alive for the call; no
-    // keywords; the result is a new reference or NULL with an exception set.
+    let args = [arg.as_ptr()];
+    // SAFETY: the GIL is held; `function` is a live callable; `args` holds one borrowed object,
+    // alive for the call; no keywords; the result is a new reference or NULL with an exception
+    // set.
     unsafe {
-        let result =
-            PyObject_VectorcallMethod(name.as_ptr(), args.as_ptr(), 1, std::ptr::null_mut());
-        Bound::from_owned_ptr_or_err(obj.py(), result)
+        let result = PyObject_Vectorcall(function.as_ptr(), args.as_ptr(), 1, std::ptr::null_mut());
+        Bound::from_owned_ptr_or_err(function.py(), result)
     }
 }

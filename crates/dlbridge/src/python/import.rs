@@ -1,7 +1,7 @@
 //! Any Python array-like -> [`Tensor`], in the documented order, then the `device` / `copy`
 //! policy of the array API.
 
-use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::exceptions::{PyBufferError, PyNotImplementedError, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -79,6 +79,28 @@ pub(crate) fn numpy_array(
     }
 }
 
+/// A tensor exported through its type's DLPack C exchange API (torch's state checked), when
+/// the type has one, no device is asked for, and the data is host-accessible; `None` for
+/// anything else, which takes the general path.
+pub fn exchange_table(
+    obj: &Bound<'_, PyAny>,
+    offers: &Protocols,
+    device: Option<Device>,
+) -> PyResult<Option<Tensor>> {
+    let (Some(api), None) = (offers.exchange, device) else {
+        return Ok(None);
+    };
+    let Some(tensor) = api.import(obj)? else {
+        return Ok(None);
+    };
+    // Checked after the export, whose dtype says which states the tensor can have (a refusal
+    // drops the export, and torch's deleter runs).
+    if offers.torch_tensor {
+        torch::check_exported(obj, tensor.dtype())?;
+    }
+    Ok(Some(tensor))
+}
+
 /// [`import`], with the names of an Arrow `fixed_shape_tensor`'s cell dimensions.
 fn import_named(
     obj: &Bound<'_, PyAny>,
@@ -98,13 +120,11 @@ fn import_named(
     if let Some(tensor) = numpy_array(obj, &offers, device)? {
         return unnamed(tensor);
     }
+    if let Some(tensor) = exchange_table(obj, &offers, device)? {
+        return unnamed(tensor);
+    }
     if offers.torch_tensor {
         torch::check_exportable(obj)?;
-    }
-    if let (Some(api), None) = (offers.exchange, device) {
-        if let Some(tensor) = api.import(obj)? {
-            return unnamed(tensor);
-        }
     }
     // pyarrow's plain integer and float arrays are the exception to the Arrow-first rule
     // below: their own `__dlpack__` gives the same read-only zero-copy view (slice offset
@@ -126,33 +146,29 @@ fn import_named(
             Err(err) => return Err(err),
         }
     }
-    // Objects that speak the Arrow C interface go through it, even when they also offer
-    // __dlpack__ (pyarrow arrays do): it carries nulls (refused with a BufferError naming the
-    // fix), bit-packed booleans (unpacked by a copy), fixed-size lists and the
-    // fixed_shape_tensor extension, which pyarrow's __dlpack__ refuses with TypeError or, for a
-    // permutation that is not its own inverse, exports with overlapping strides. Plain arrays
-    // are zero-copy and read-only either way.
-    if let Some(protocol) = arrow::Protocol::of(&offers) {
-        let imported = arrow::import_with(obj, protocol, copy, crate::arrow::Nulls::Refuse)?;
-        return Ok((imported.values, imported.dim_names));
-    }
-    if offers.dlpack {
-        return unnamed(import_dlpack(obj, offers.dlpack_method, device, copy)?);
-    }
-    if offers.cuda_array_interface {
-        return unnamed(import_cuda_array_interface(
-            obj,
-            &obj.getattr(intern!(py, "__cuda_array_interface__"))?,
-        )?);
-    }
-    if buffer::has_buffer(obj) {
-        return unnamed(buffer::import(obj)?);
-    }
-    if offers.array_interface {
-        return unnamed(array_interface::import(
-            obj,
-            &obj.getattr(intern!(py, "__array_interface__"))?,
-        )?);
+    // The protocols the type offers, in the documented order. Objects that speak the Arrow C
+    // interface go through it, even when they also offer __dlpack__ (pyarrow arrays do): it
+    // carries nulls (refused with a BufferError naming the fix), bit-packed booleans (unpacked
+    // by a copy), fixed-size lists and the fixed_shape_tensor extension, which pyarrow's
+    // __dlpack__ refuses with TypeError or, for a permutation that is not its own inverse,
+    // exports with overlapping strides. Plain arrays are zero-copy and read-only either way.
+    //
+    // A producer that raises NotImplementedError from one of them says "not this protocol"
+    // (the Arrow PyCapsule interface's own convention, e.g. a device method on a host-only
+    // build), so the next one it offers is tried. Any other error is about the data and is
+    // raised as it is: a BufferError for nulls, a device it cannot reach, ... would only be
+    // hidden by another protocol's different error.
+    for (i, route) in Route::ORDER.into_iter().enumerate() {
+        if !route.is_offered(obj, &offers) {
+            continue;
+        }
+        match route.import(obj, &offers, device, copy) {
+            Ok(imported) => return Ok(imported),
+            Err(err) if err.is_instance_of::<PyNotImplementedError>(py) => {
+                return after_refusal(obj, &offers, device, copy, vec![(route, err)], i + 1);
+            }
+            Err(err) => return Err(err),
+        }
     }
     // The type offers nothing; the instance may (an `__array_interface__` set in `__init__`,
     // as NumPy's documentation shows, or a `__dlpack__` attached to one object).
@@ -173,6 +189,151 @@ fn import_named(
     Err(PyTypeError::new_err(format!(
         "cannot import an object of type {type_name}: it offers none of __dlpack__, a DLPack capsule, __cuda_array_interface__, the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__...), the buffer protocol or __array_interface__ (for a Python list, build an array first, e.g. numpy.asarray)"
     )))
+}
+
+/// A protocol of the general dispatch (after capsules, NumPy arrays, exchange tables and
+/// pyarrow's numeric arrays).
+#[derive(Clone, Copy, Debug)]
+enum Route {
+    Arrow(arrow::Protocol),
+    DLPack,
+    CudaArrayInterface,
+    Buffer,
+    ArrayInterface,
+}
+
+impl Route {
+    /// Every route, in the order they are tried.
+    const ORDER: [Route; 8] = [
+        Route::Arrow(arrow::Protocol::DeviceArray),
+        Route::Arrow(arrow::Protocol::Array),
+        Route::Arrow(arrow::Protocol::DeviceStream),
+        Route::Arrow(arrow::Protocol::Stream),
+        Route::DLPack,
+        Route::CudaArrayInterface,
+        Route::Buffer,
+        Route::ArrayInterface,
+    ];
+
+    /// Whether `obj`'s type offers the route (asked only when the routes before it did not
+    /// import `obj`).
+    fn is_offered(self, obj: &Bound<'_, PyAny>, offers: &Protocols) -> bool {
+        match self {
+            Route::Arrow(arrow::Protocol::DeviceArray) => offers.arrow_device_array,
+            Route::Arrow(arrow::Protocol::Array) => offers.arrow_array,
+            Route::Arrow(arrow::Protocol::DeviceStream) => offers.arrow_device_stream,
+            Route::Arrow(arrow::Protocol::Stream) => offers.arrow_stream,
+            Route::DLPack => offers.dlpack,
+            Route::CudaArrayInterface => offers.cuda_array_interface,
+            Route::Buffer => buffer::has_buffer(obj),
+            Route::ArrayInterface => offers.array_interface,
+        }
+    }
+
+    /// What the route is called in messages.
+    fn name(self) -> &'static str {
+        match self {
+            Route::Arrow(arrow::Protocol::DeviceArray) => "__arrow_c_device_array__",
+            Route::Arrow(arrow::Protocol::Array) => "__arrow_c_array__",
+            Route::Arrow(arrow::Protocol::DeviceStream) => "__arrow_c_device_stream__",
+            Route::Arrow(arrow::Protocol::Stream) => "__arrow_c_stream__",
+            Route::DLPack => "__dlpack__",
+            Route::CudaArrayInterface => "__cuda_array_interface__",
+            Route::Buffer => "the buffer protocol",
+            Route::ArrayInterface => "__array_interface__",
+        }
+    }
+
+    fn import(
+        self,
+        obj: &Bound<'_, PyAny>,
+        offers: &Protocols,
+        device: Option<Device>,
+        copy: Option<bool>,
+    ) -> PyResult<(Tensor, CellNames)> {
+        let py = obj.py();
+        let tensor = match self {
+            Route::Arrow(protocol) => {
+                let imported =
+                    arrow::import_with(obj, protocol, copy, crate::arrow::Nulls::Refuse)?;
+                return Ok((imported.values, imported.dim_names));
+            }
+            Route::DLPack => import_dlpack(obj, offers.dlpack_method, device, copy)?,
+            Route::CudaArrayInterface => import_cuda_array_interface(
+                obj,
+                &obj.getattr(intern!(py, "__cuda_array_interface__"))?,
+            )?,
+            Route::Buffer => buffer::import(obj)?,
+            Route::ArrayInterface => {
+                array_interface::import(obj, &obj.getattr(intern!(py, "__array_interface__"))?)?
+            }
+        };
+        Ok((tensor, None))
+    }
+}
+
+/// The routes after a refusal (`refusals` so far; `next`: the index in [`Route::ORDER`] to go
+/// on from). Out of line, so that the common import carries no list of refusals (90 of
+/// the 3,500 instructions of importing a tvm-ffi tensor, measured with callgrind).
+#[cold]
+fn after_refusal(
+    obj: &Bound<'_, PyAny>,
+    offers: &Protocols,
+    device: Option<Device>,
+    copy: Option<bool>,
+    mut refusals: Vec<(Route, PyErr)>,
+    next: usize,
+) -> PyResult<(Tensor, CellNames)> {
+    for route in Route::ORDER.into_iter().skip(next) {
+        if !route.is_offered(obj, offers) {
+            continue;
+        }
+        match route.import(obj, offers, device, copy) {
+            Ok(imported) => return Ok(imported),
+            Err(err) if err.is_instance_of::<PyNotImplementedError>(obj.py()) => {
+                refusals.push((route, err));
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    Err(every_route_refused(obj, refusals))
+}
+
+/// The TypeError for an object every offered protocol of which raised NotImplementedError:
+/// each protocol and its error, the last error as the cause.
+#[cold]
+fn every_route_refused(obj: &Bound<'_, PyAny>, refusals: Vec<(Route, PyErr)>) -> PyErr {
+    let py = obj.py();
+    let type_name = obj
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    let each: Vec<String> = refusals
+        .iter()
+        .map(|(route, err)| format!("{} raised {}", route.name(), describe_error(py, err)))
+        .collect();
+    let refused = PyTypeError::new_err(format!(
+        "cannot import an object of type {type_name}: every protocol it offers refused ({}); convert it with its own library first (e.g. numpy.asarray)",
+        each.join("; ")
+    ));
+    if let Some((_, last)) = refusals.into_iter().last() {
+        refused.set_cause(py, Some(last));
+    }
+    refused
+}
+
+/// `Type: message` (or the type alone) for an error in a message.
+fn describe_error(py: Python<'_>, err: &PyErr) -> String {
+    let kind = err
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    match err.value(py).str().map(|s| s.to_string()) {
+        Ok(message) if !message.is_empty() => format!("{kind}: {message}"),
+        _ => kind,
+    }
 }
 
 /// `__cuda_array_interface__`, with the object's `__dlpack_device__` (if any) as the device

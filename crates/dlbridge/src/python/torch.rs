@@ -4,12 +4,24 @@
 //! consumer silently gets wrong values) and `requires_grad` (the exchange API exports such
 //! tensors, cutting them out of autograd without a word). dlbridge refuses all three with the
 //! call that resolves them.
+//!
+//! The three are read with the C functions of torch's tensor base class (`TensorBase`), found
+//! once: the getter behind `requires_grad` and the methods `is_conj` and `is_neg`, called on
+//! the object directly. That skips the attribute lookups (about 130 of the 420 instructions a
+//! `getattr(t, "requires_grad")` costs; `is_neg` and `is_conj` cost about 930 each, most of it
+//! torch releasing and retaking the GIL around the call), and it reads the tensor's real state
+//! even when a Python subclass overrides one of the three names.
 
-use pyo3::exceptions::PyBufferError;
+use std::ffi::c_void;
+
+use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyType;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyString, PyType};
 
+use crate::dtype::{DType, TypeCode};
 use crate::python::call;
 
 /// True for `torch.Tensor` and its subclasses (e.g. `torch.nn.Parameter`).
@@ -25,28 +37,127 @@ pub fn is_tensor_type(ty: &Bound<'_, PyType>) -> bool {
         .is_ok_and(|mut classes| classes.any(|c| c.is_ok_and(|c| is_torch_tensor(&c))))
 }
 
-/// BufferError when the torch tensor `obj` cannot be exported faithfully as it is.
+/// BufferError when the torch tensor `obj` cannot be exported faithfully as it is (its dtype
+/// not known yet: all three states are read).
 pub fn check_exportable(obj: &Bound<'_, PyAny>) -> PyResult<()> {
-    let py = obj.py();
+    check(obj, None)
+}
+
+/// [`check_exportable`] for a tensor already exported with `dtype`: only the states a tensor of
+/// that dtype can have are read. torch sets the conjugate bit on complex tensors only (its
+/// `_set_conj` asserts it) and lets only floating-point and complex tensors require grad
+/// (anything else raises); the negative bit can be set on any dtype, so it is always read.
+pub fn check_exported(obj: &Bound<'_, PyAny>, dtype: DType) -> PyResult<()> {
+    check(obj, Some(dtype))
+}
+
+fn check(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<()> {
     let refuse = |what: &str, fix: &str| {
         Err(PyBufferError::new_err(format!(
             "the torch tensor {what}, which DLPack cannot carry; call {fix} first"
         )))
     };
-    if obj.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
+    let code = dtype.map(DType::code);
+    let readers = StateReaders::of(obj)?;
+    let may_require_grad = !matches!(code, Some(TypeCode::INT | TypeCode::UINT | TypeCode::BOOL));
+    if may_require_grad && readers.requires_grad(obj)? {
         return refuse("requires grad", ".detach() (no copy)");
     }
-    if call::method0(obj, intern!(py, "is_conj"))?.is_truthy()? {
+    let may_be_conj = code.is_none_or(|c| c == TypeCode::COMPLEX);
+    if may_be_conj && readers.is_conj(obj)? {
         return refuse(
             "has its conjugate bit set (a lazy conjugate view)",
             ".resolve_conj() (a copy)",
         );
     }
-    if call::method0(obj, intern!(py, "is_neg"))?.is_truthy()? {
+    if readers.is_neg(obj)? {
         return refuse(
             "has its negative bit set (a lazy negated view)",
             ".resolve_neg() (a copy)",
         );
     }
     Ok(())
+}
+
+/// The C functions that read the three states, taken from the first torch tensor type seen
+/// (every torch tensor type derives from the one base class that defines them).
+struct StateReaders {
+    /// `TensorBase.requires_grad`, a getset descriptor, and its type's `__get__` slot.
+    requires_grad: Py<PyAny>,
+    descr_get: ffi::descrgetfunc,
+    /// `TensorBase.is_conj` and `TensorBase.is_neg`, method descriptors.
+    is_conj: Py<PyAny>,
+    is_neg: Py<PyAny>,
+}
+
+impl StateReaders {
+    fn of(obj: &Bound<'_, PyAny>) -> PyResult<&'static StateReaders> {
+        static READERS: PyOnceLock<StateReaders> = PyOnceLock::new();
+        READERS.get_or_try_init(obj.py(), || Self::find(&obj.get_type()))
+    }
+
+    /// Walk `ty`'s MRO for the C descriptors of the three names (a Python override in a
+    /// subclass is passed over: it is not what the tensor's memory holds).
+    fn find(ty: &Bound<'_, PyType>) -> PyResult<StateReaders> {
+        let py = ty.py();
+        let c_descriptor = |name: &Bound<'_, PyString>, kind: &str| -> PyResult<Py<PyAny>> {
+            for class in ty.mro().iter() {
+                let namespace = class.getattr(intern!(py, "__dict__"))?;
+                if !namespace.contains(name)? {
+                    continue;
+                }
+                let attr = namespace.get_item(name)?;
+                if attr.get_type().name()?.to_cow()? == kind {
+                    return Ok(attr.unbind());
+                }
+            }
+            Err(PyTypeError::new_err(format!(
+                "this torch tensor type has no {kind} {name} on its base class; dlbridge cannot read its state"
+            )))
+        };
+        let requires_grad = c_descriptor(intern!(py, "requires_grad"), "getset_descriptor")?;
+        // SAFETY: `requires_grad` is a live object; PyType_GetSlot reads a slot of its type (a
+        // static type, readable this way since Python 3.10) and returns NULL when it is empty.
+        let slot = unsafe {
+            ffi::PyType_GetSlot(ffi::Py_TYPE(requires_grad.as_ptr()), ffi::Py_tp_descr_get)
+        };
+        if slot.is_null() {
+            return Err(PyTypeError::new_err(
+                "torch's requires_grad descriptor has no __get__",
+            ));
+        }
+        // SAFETY: the Py_tp_descr_get slot holds a descrgetfunc.
+        let descr_get = unsafe { std::mem::transmute::<*mut c_void, ffi::descrgetfunc>(slot) };
+        Ok(StateReaders {
+            requires_grad,
+            descr_get,
+            is_conj: c_descriptor(intern!(py, "is_conj"), "method_descriptor")?,
+            is_neg: c_descriptor(intern!(py, "is_neg"), "method_descriptor")?,
+        })
+    }
+
+    fn requires_grad(&self, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+        // SAFETY: the GIL is held; `descr_get` is the `__get__` of `requires_grad`'s type,
+        // called with the descriptor, a live instance and its type; it returns a new
+        // reference or NULL with an exception set.
+        let value = unsafe {
+            Bound::from_owned_ptr_or_err(
+                obj.py(),
+                (self.descr_get)(
+                    self.requires_grad.as_ptr(),
+                    obj.as_ptr(),
+                    ffi::Py_TYPE(obj.as_ptr()).cast(),
+                ),
+            )
+        }?;
+        value.is_truthy()
+    }
+
+    fn is_conj(&self, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+        call::function1(self.is_conj.bind(obj.py()), obj)?.is_truthy()
+    }
+
+    fn is_neg(&self, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+        call::function1(self.is_neg.bind(obj.py()), obj)?.is_truthy()
+    }
 }

@@ -45,15 +45,25 @@ pub(super) fn import_object(
     copy: Option<bool>,
 ) -> PyResult<PyTensor> {
     let offers = protocols::of(x)?;
-    // NumPy arrays, the most common input, in one step: the import `from_object` would make
-    // (see `numpy_api`) without its layers, which cost as much as the import itself.
-    if let Some(tensor) = import::numpy_array(x, &offers, device)? {
+    // NumPy arrays and producers with a DLPack C exchange API (torch), the most common
+    // inputs, in one step each: the import `from_object` would make without its layers, which
+    // cost as much as the import itself.
+    let direct = match import::numpy_array(x, &offers, device)? {
+        Some(tensor) => Some(tensor),
+        None => import::exchange_table(x, &offers, device)?,
+    };
+    if let Some(tensor) = direct {
         return Ok(match import::apply_policy(&tensor, device, copy)? {
             None => PyTensor(tensor, None),
             Some(copied) => PyTensor(copied, None),
         });
     }
-    let (tensor, cell_names) = import::from_object_with(x, Some(offers), device, copy)?;
+    // The table was asked already (its export is not asked for twice).
+    let rest = protocols::Protocols {
+        exchange: None,
+        ..offers
+    };
+    let (tensor, cell_names) = import::from_object_with(x, Some(rest), device, copy)?;
     Ok(PyTensor(tensor, row_and_cell_names(cell_names)))
 }
 
