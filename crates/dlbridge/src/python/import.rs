@@ -82,7 +82,7 @@ pub(crate) fn numpy_array(
 /// A tensor exported through its type's DLPack C exchange API (torch's state checked), when
 /// the type has one, no device is asked for, and the data is host-accessible; `None` for
 /// anything else, which takes the general path.
-pub fn exchange_table(
+pub(crate) fn exchange_table(
     obj: &Bound<'_, PyAny>,
     offers: &Protocols,
     device: Option<Device>,
