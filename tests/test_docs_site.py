@@ -104,10 +104,17 @@ def test_search_finds_pages(browser, base_url):
     )
     box.click()
     box.send_keys("fill_null")
-    results = WebDriverWait(browser, WAIT_S).until(
-        ec.presence_of_all_elements_located((By.CSS_SELECTOR, ".md-search-result__item"))
-    )
-    links = [r.find_element(By.TAG_NAME, "a").get_attribute("href") for r in results]
+    # the result list is re-rendered as the search index answers, so its links are read in one
+    # script call (no element can go stale between finding and reading it) until both pages
+    # are among them
+    read_links = "return [...document.querySelectorAll('.md-search-result__item a')].map(a => a.href)"
+
+    def both_pages_found(driver):
+        links = driver.execute_script(read_links)
+        found = any("errors/" in h for h in links) and any("libraries/arrow/" in h for h in links)
+        return links if found else False
+
+    links = WebDriverWait(browser, WAIT_S).until(both_pages_found)
     assert any("errors/" in href for href in links), links
     assert any("libraries/arrow/" in href for href in links), links
 
