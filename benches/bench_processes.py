@@ -240,10 +240,12 @@ class Worker:
             self.process.join()
 
 
-def fresh_shared_sample(make: Callable[[], Any], worker: Worker, want: int) -> Callable[[], float]:
+def fresh_shared_sample(
+    make: Callable[[], Any], worker: Worker, want: int
+) -> Callable[[], float]:
     """A sample of sending shared memory: ``make()`` a new copy of the data in shared memory
-    (untimed; the previous copy is freed first, so each side's memory comes from the same place:
-    the pages its last copy gave back), then time one round trip of it."""
+    (untimed; the previous copy is freed first, so that both sides get their pages the same
+    way), then time one round trip of it."""
     current: list[Any] = [None]
 
     def sample() -> float:
@@ -268,8 +270,11 @@ def send_groups(nbytes: int, mods: dict[str, Any], worker: Worker) -> list[Group
     def ours() -> Side:
         if not hasattr(dlbridge, "to_shared"):
             return Side("dlbridge.to_shared(t)", skipped="this dlbridge has no to_shared")
-        make = lambda: dlbridge.to_shared(source)  # noqa: E731
-        return Side("dlbridge.to_shared(t)", fresh_shared_sample(make, worker, want),
+
+        def make_ours() -> Any:
+            return dlbridge.to_shared(source)
+
+        return Side("dlbridge.to_shared(t)", fresh_shared_sample(make_ours, worker, want),
                     warmup=SHARED_WARMUP)
 
     plain = Side("numpy.ndarray (plain pickle)", lambda: worker.round_trip(source, want))
