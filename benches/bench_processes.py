@@ -19,7 +19,8 @@ samples interleaved (the order rotates every sample), with the garbage collector
   shared-memory side makes a fresh copy of the data before every sample, untimed, after
   freeing its previous one (so both get their pages the same way); the worker drops what it
   received before it replies, so every sample maps the memory anew and pays for its own
-  unmapping, not the next sample;
+  unmapping, not the next sample; each round trip ends with a small echo, so that the
+  parent's queue frees the pickle it sent within the same sample;
 - ``ray.get`` of a float32 tensor already in a local Ray's object store (two CPUs), a dlbridge
   Tensor against a NumPy array.
 
@@ -78,6 +79,8 @@ COPYING_CALLS = 2
 #: Round trips dropped before timing a shared-memory side: the first ones are slower and
 #: erratic (the worker's first import of the library, the kernel settling the mappings).
 SHARED_WARMUP = 5
+#: A small message the worker echoes (see ``Worker.round_trip``).
+FLUSH = "flush"
 
 
 @dataclass
@@ -195,7 +198,7 @@ def pickle_group(nbytes: int, mods: dict[str, Any]) -> Group:
 
 def worker_main(inbox, outbox) -> None:
     """Runs in the worker: for each object received, the sum of all its bytes (as uint64,
-    wrapping), then the object is dropped; None ends the loop."""
+    wrapping), then the object is dropped; ``FLUSH`` is echoed back; None ends the loop."""
     import numpy as np
 
     outbox.put("ready")
@@ -203,6 +206,9 @@ def worker_main(inbox, outbox) -> None:
         x = inbox.get()
         if x is None:
             return
+        if isinstance(x, str):
+            outbox.put(x)
+            continue
         total = checksum(np, x)
         del x  # unmapped (or freed) before the reply: each sample pays for its own cleanup
         outbox.put(total)
@@ -224,10 +230,16 @@ class Worker:
         assert self.outbox.get(timeout=120) == "ready"
 
     def round_trip(self, x: Any, want: int) -> float:
+        """Seconds to send ``x`` and get its checksum back, then to echo ``FLUSH``: the queue's
+        feeder thread keeps the last pickle it sent until the next one, so without the echo
+        the 1 GiB pickle of a plain array would be freed inside the next side's sample."""
         t0 = time.perf_counter()
         self.inbox.put(x)
         got = self.outbox.get(timeout=600)
+        self.inbox.put(FLUSH)
+        echoed = self.outbox.get(timeout=600)
         elapsed = time.perf_counter() - t0
+        assert echoed == FLUSH
         if got != want:
             raise AssertionError(f"worker checksum {got} != {want}")
         return elapsed
