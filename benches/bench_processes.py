@@ -15,9 +15,12 @@ samples interleaved (the order rotates every sample), with the garbage collector
   object on a ``multiprocessing`` queue, a worker (started before timing, spawn) reads all
   its bytes and replies with their sum; a ``dlbridge.to_shared`` Tensor (its handle travels)
   against a NumPy array (a plain pickle: the bytes travel through the queue's pipe) and
-  against a torch tensor after ``share_memory_()`` (torch's own fd reduction). The shared
-  memory is made once before timing; each side's worker-side view is dropped after the
-  checksum, so every sample maps the memory anew;
+  against a torch tensor after ``share_memory_()`` (torch's own fd reduction). Each
+  shared-memory side makes a fresh copy of the data before every sample, untimed, after
+  freeing its previous one (so both get their pages the same way); the worker drops what it
+  received before it replies, so every sample maps the memory anew and pays for its own
+  unmapping, not the next sample; each round trip ends with a small echo, so that the
+  parent's queue frees the pickle it sent within the same sample;
 - ``ray.get`` of a float32 tensor already in a local Ray's object store (two CPUs), a dlbridge
   Tensor against a NumPy array.
 
@@ -76,6 +79,8 @@ COPYING_CALLS = 2
 #: Round trips dropped before timing a shared-memory side: the first ones are slower and
 #: erratic (the worker's first import of the library, the kernel settling the mappings).
 SHARED_WARMUP = 5
+#: A small message the worker echoes (see ``Worker.round_trip``).
+FLUSH = "flush"
 
 
 @dataclass
@@ -193,7 +198,7 @@ def pickle_group(nbytes: int, mods: dict[str, Any]) -> Group:
 
 def worker_main(inbox, outbox) -> None:
     """Runs in the worker: for each object received, the sum of all its bytes (as uint64,
-    wrapping), then the object is dropped; None ends the loop."""
+    wrapping), then the object is dropped; ``FLUSH`` is echoed back; None ends the loop."""
     import numpy as np
 
     outbox.put("ready")
@@ -201,8 +206,12 @@ def worker_main(inbox, outbox) -> None:
         x = inbox.get()
         if x is None:
             return
-        outbox.put(checksum(np, x))
-        del x
+        if isinstance(x, str):
+            outbox.put(x)
+            continue
+        total = checksum(np, x)
+        del x  # unmapped (or freed) before the reply: each sample pays for its own cleanup
+        outbox.put(total)
 
 
 def checksum(np, x) -> int:
@@ -221,10 +230,16 @@ class Worker:
         assert self.outbox.get(timeout=120) == "ready"
 
     def round_trip(self, x: Any, want: int) -> float:
+        """Seconds to send ``x`` and get its checksum back, then to echo ``FLUSH``: the queue's
+        feeder thread keeps the last pickle it sent until the next one, so without the echo
+        the 1 GiB pickle of a plain array would be freed inside the next side's sample."""
         t0 = time.perf_counter()
         self.inbox.put(x)
         got = self.outbox.get(timeout=600)
+        self.inbox.put(FLUSH)
+        echoed = self.outbox.get(timeout=600)
         elapsed = time.perf_counter() - t0
+        assert echoed == FLUSH
         if got != want:
             raise AssertionError(f"worker checksum {got} != {want}")
         return elapsed
@@ -237,6 +252,22 @@ class Worker:
             self.process.join()
 
 
+def fresh_shared_sample(
+    make: Callable[[], Any], worker: Worker, want: int
+) -> Callable[[], float]:
+    """A sample of sending shared memory: ``make()`` a new copy of the data in shared memory
+    (untimed; the previous copy is freed first, so that both sides get their pages the same
+    way), then time one round trip of it."""
+    current: list[Any] = [None]
+
+    def sample() -> float:
+        current[0] = None
+        current[0] = make()
+        return worker.round_trip(current[0], want)
+
+    return sample
+
+
 def send_groups(nbytes: int, mods: dict[str, Any], worker: Worker) -> list[Group]:
     """Two pairs, each timed on its own so that neither pays for the other's traffic:
     ``to_shared`` against a plain pickle, and ``to_shared`` against torch's shared memory."""
@@ -244,15 +275,18 @@ def send_groups(nbytes: int, mods: dict[str, Any], worker: Worker) -> list[Group
     source = np.arange(nbytes // 8, dtype=np.uint64)
     want = checksum(np, source)
     title = "send to a worker process through a multiprocessing queue, get the checksum back"
-    note = ("the worker reads every byte (a uint64 sum) on every side. The shared memory "
-            "(to_shared, share_memory_) is made once before timing, not per sample.")
-
-    shared = dlbridge.to_shared(source) if hasattr(dlbridge, "to_shared") else None
+    note = ("the worker reads every byte (a uint64 sum) on every side and drops what it "
+            "received before it replies. The shared memory (to_shared, share_memory_ of an "
+            "empty tensor, then copy_) is made anew before every sample, untimed.")
 
     def ours() -> Side:
-        if shared is None:
+        if not hasattr(dlbridge, "to_shared"):
             return Side("dlbridge.to_shared(t)", skipped="this dlbridge has no to_shared")
-        return Side("dlbridge.to_shared(t)", lambda: worker.round_trip(shared, want),
+
+        def make_ours() -> Any:
+            return dlbridge.to_shared(source)
+
+        return Side("dlbridge.to_shared(t)", fresh_shared_sample(make_ours, worker, want),
                     warmup=SHARED_WARMUP)
 
     plain = Side("numpy.ndarray (plain pickle)", lambda: worker.round_trip(source, want))
@@ -261,8 +295,11 @@ def send_groups(nbytes: int, mods: dict[str, Any], worker: Worker) -> list[Group
     else:
         import torch.multiprocessing  # noqa: F401 - registers torch's shared-memory reductions
 
-        torch_shared = torch.from_numpy(source.copy()).share_memory_()
-        theirs = Side("torch share_memory_()", lambda: worker.round_trip(torch_shared, want),
+        def make_torch() -> Any:
+            shared = torch.empty(source.size, dtype=torch.uint64).share_memory_()
+            return shared.copy_(torch.from_numpy(source))
+
+        theirs = Side("torch share_memory_()", fresh_shared_sample(make_torch, worker, want),
                       warmup=SHARED_WARMUP)
     return [
         Group(title, fmt_size(nbytes), [ours(), plain], targets={plain.label: 0.05}, note=note),
