@@ -84,11 +84,12 @@ impl Tensor {
                 ArrayViewD::from_shape_ptr(IxDyn(&walk.shape), NonNull::<T>::dangling().as_ptr())
             });
         }
-        // SAFETY: `check_view` made sure the memory is host memory of `T`s whose first element
-        // is aligned (so every element is: strides count whole items); the layout was
-        // validated against the memory, so every element the non-negative strides reach from
-        // the lowest one lies in memory the tensor's owner keeps alive for the borrow `'_`.
-        // Every bit pattern is a valid `T`, and a shared view may see elements more than once.
+        // `check_view` made sure the memory is host memory of `T`s whose first element is
+        // aligned (so every element is: strides count whole items); the layout was validated
+        // against the memory. Every bit pattern is a valid `T`, and a shared view may see
+        // elements more than once.
+        // SAFETY: so every element the non-negative strides reach from the lowest one is a
+        // valid, aligned `T` in memory the tensor's owner keeps alive for the borrow `'_`.
         let mut view = unsafe {
             ArrayViewD::from_shape_ptr(
                 IxDyn(&walk.shape).strides(IxDyn(&walk.strides)),

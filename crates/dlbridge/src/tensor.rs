@@ -373,11 +373,12 @@ impl Tensor {
         if self.size() == 0 {
             return Ok(&[]);
         }
-        // SAFETY: `check_view` made sure the memory is host-accessible, holds `T::DTYPE` items
-        // of exactly `size_of::<T>()` bytes each, starts at an address aligned for `T`, and that
-        // `size` items span at most `isize::MAX` bytes. Being C-contiguous, the layout reaches
-        // exactly `size` consecutive items from the first, all valid while `self` (and so its
-        // owner) lives; every bit pattern is a valid `T` (Element's contract).
+        // `check_view` made sure the memory is host-accessible, holds `T::DTYPE` items of
+        // exactly `size_of::<T>()` bytes each, starts at an address aligned for `T`, and that
+        // `size` items span at most `isize::MAX` bytes; every bit pattern is a valid `T`
+        // (Element's contract).
+        // SAFETY: being C-contiguous, the layout reaches exactly `size` consecutive such items
+        // from the first, all valid while `self` (and so its owner) lives.
         Ok(unsafe { std::slice::from_raw_parts(self.data_ptr() as *const T, self.size()) })
     }
 
@@ -428,13 +429,11 @@ impl Tensor {
             return Ok(&mut []);
         }
         // SAFETY: as in `as_slice` for the extent, alignment and validity of the items; the
-        // memory is writable (not read-only), and the caller promises no other access while
-        // the slice lives.
-        Ok(
-            unsafe {
-                std::slice::from_raw_parts_mut(self.first_element().cast::<T>(), self.size())
-            },
-        )
+        // memory is writable, and the caller promises no other access while the slice lives.
+        let items = unsafe {
+            std::slice::from_raw_parts_mut(self.first_element().cast::<T>(), self.size())
+        };
+        Ok(items)
     }
 
     /// Succeeds when mutable access through `&mut self` cannot alias anything: the memory is

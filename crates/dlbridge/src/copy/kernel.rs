@@ -127,9 +127,10 @@ pub(crate) unsafe fn run(
             src += first as isize * dims[cut.k].src;
             dst += first as isize * dims[cut.k].dst;
         }
-        // SAFETY: chunk c starts `first` steps along each cut loop, inside the regions; the
-        // chunks cover disjoint index ranges, so (no two destination elements sharing a byte,
-        // the caller's contract for `parallel`) they write disjoint bytes; `chunked::run`
+        // Chunk c starts `first` steps along each cut loop, inside the regions; the chunks
+        // cover disjoint index ranges, and no two destination elements share a byte (the
+        // caller's contract for `parallel`).
+        // SAFETY: so the chunks write disjoint bytes inside the regions; `chunked::run`
         // returns only after every chunk is done, while the caller's memory is still valid.
         unsafe { exec(&part, job, start.advance(src, dst, itemsize)) };
     });

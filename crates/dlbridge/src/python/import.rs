@@ -128,7 +128,7 @@ fn import_named(
     }
     // pyarrow's plain integer and float arrays are the exception to the Arrow-first rule
     // below: their own `__dlpack__` gives the same read-only zero-copy view (slice offset
-    // applied) in a fraction of the time (issue 4, item 5). What it refuses (nulls, as an
+    // applied) in a fraction of the time. What it refuses (nulls, as an
     // ArrowTypeError) goes on to the Arrow path, whose error names the fix. So do empty
     // arrays: pyarrow's capsule has a NULL data pointer there, which NumPy then exports as a
     // writable array, where the Arrow path keeps the (read-only) buffer's address.
