@@ -604,6 +604,8 @@ def _import(
             raise Impossible(ValueError, str(e2)) from None
         except BufferError as e2:
             raise Impossible(BufferError, str(e2)) from None
+        except Exception as e2:
+            raise Impossible(BufferError, _producer_refused(e2)) from None
         if copy is False:
             raise Impossible(BufferError, f"importing {kind} needs a copy ({why}), which copy=False forbids")
         ctx.tensor = t
@@ -613,6 +615,8 @@ def _import(
         raise Impossible(TypeError, str(e)) from None
     except ValueError as e:
         raise Impossible(ValueError, str(e)) from None
+    except Exception as e:  # the producer's own exception type (e.g. TensorFlow's)
+        raise Impossible(BufferError, _producer_refused(e)) from None
     ctx.tensor = t
     facts = facts_of_tensor(t, kind, library)
     if isinstance(source, Tensor):
@@ -643,6 +647,11 @@ def _read_once(x: Any) -> bool:
     return "buffer" not in protocols(x)
 
 
+def _producer_refused(e: Exception) -> str:
+    """The reason of an impossible plan whose source raised an exception of its own type."""
+    return f"the producer refused the export with {type(e).__name__}: {e}"
+
+
 def _import_once(
     ctx: Ctx, source: Any, kind: str, library: str | None, via: str, copy: bool | None
 ) -> tuple[Facts, tuple[str, Callable[[Ctx], int | None], int]]:
@@ -651,6 +660,8 @@ def _import_once(
         t = from_dlpack(source, copy=False if copy is False else None)
     except (TypeError, ValueError, BufferError) as e:
         raise Impossible(type(e), str(e)) from None
+    except Exception as e:
+        raise Impossible(BufferError, _producer_refused(e)) from None
     ctx.tensor = t
     if not t.is_copied:
         facts = facts_of_tensor(t, kind, library)

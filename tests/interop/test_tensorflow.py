@@ -108,6 +108,16 @@ def test_tensorflow_versioned_request_still_gives_a_legacy_capsule():
     assert t.readonly and t.tolist() == make("int32", (3,)).tolist()
 
 
+def test_explain_returns_an_impossible_plan_when_tensorflow_refuses_float8():
+    # TensorFlow raises its own InvalidArgumentError; explain returns the plan, convert raises
+    # a BufferError that names it
+    x = tf_of(make("float8_e4m3fn", (3,)))
+    plan = dlbridge.explain(x, "numpy")
+    assert not plan.possible and "InvalidArgumentError" in plan.reason
+    with pytest.raises(BufferError, match="InvalidArgumentError"):
+        dlbridge.convert(x, "numpy")
+
+
 def test_tensorflow_float8_export_is_refused_by_tensorflow():  # C26
     x = tf_of(make("float8_e4m3fn", (3,)))
     with pytest.raises(Exception, match="(?i)float8"):
