@@ -32,6 +32,7 @@ from harness import (  # noqa: E402 - benches/ is put on sys.path just above
     fmt_ratio,
     format_versions,
     loadavg,
+    median_ratio,
     measure_pair,
     utc_now,
     write_results,
@@ -56,9 +57,7 @@ class Row:
 
     @property
     def ratio(self) -> float | None:
-        if self.a.med_ns is None or self.b.med_ns is None:
-            return None
-        return self.a.med_ns / self.b.med_ns
+        return median_ratio(self.a, self.b)
 
 
 def namespace(n: int) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from harness import (  # noqa: E402 - benches/ is put on sys.path just above
     git_rev,
     import_into,
     loadavg,
+    median_ratio,
     make_loop,
     measure_pair,
     native_build,
@@ -63,9 +64,7 @@ class Row:
 
     @property
     def ratio(self) -> float | None:
-        if self.a.med_ns is None or self.b.med_ns is None:
-            return None
-        return self.a.med_ns / self.b.med_ns
+        return median_ratio(self.a, self.b)
 
 
 def build_namespace(np: Any) -> tuple[dict[str, Any], dict[str, str]]:

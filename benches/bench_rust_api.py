@@ -37,6 +37,7 @@ from harness import (  # noqa: E402 - benches/ is put on sys.path just above
     format_versions,
     git_rev,
     loadavg,
+    median_ratio,
     measure_pair,
     try_import,
     utc_now,
@@ -64,9 +65,7 @@ class Row:
 
     @property
     def ratio(self) -> float | None:
-        if self.a.med_ns is None or self.b.med_ns is None:
-            return None
-        return self.a.med_ns / self.b.med_ns
+        return median_ratio(self.a, self.b)
 
 
 ROWS = [

@@ -166,6 +166,13 @@ class Timing:
         return f"{self.min_ns:,.0f} / {self.med_ns:,.0f}"
 
 
+def median_ratio(a: Timing, b: Timing) -> float | None:
+    """``a``'s median over ``b``'s (below 1: ``a`` is faster), or None when either failed."""
+    if a.med_ns is None or b.med_ns is None:
+        return None
+    return a.med_ns / b.med_ns
+
+
 def measure_pair(
     stmt_a: str, stmt_b: str, ns: dict[str, Any], *, number: int, samples: int, warmup: int
 ) -> tuple[Timing, Timing]:

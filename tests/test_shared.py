@@ -29,15 +29,20 @@ pytestmark = [
 START_METHODS = ["fork", "spawn", "forkserver"]
 
 
-def memfds() -> int:
-    """How many descriptors of this process are dlbridge memfds."""
+def fds_naming(prefix: str) -> int:
+    """How many descriptors of this process name a path that starts with ``prefix``."""
     count = 0
     for fd in os.listdir("/proc/self/fd"):
         try:
-            count += os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:dlbridge")
+            count += os.readlink(f"/proc/self/fd/{fd}").startswith(prefix)
         except OSError:
             pass
     return count
+
+
+def memfds() -> int:
+    """How many descriptors of this process are dlbridge memfds."""
+    return fds_naming("/memfd:dlbridge")
 
 
 def dev_shm() -> set[str]:
@@ -49,13 +54,7 @@ def dev_shm() -> set[str]:
 
 def open_shm_files() -> int:
     """Descriptors of this process naming a file under /dev/shm (POSIX shared memory)."""
-    count = 0
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            count += os.readlink(f"/proc/self/fd/{fd}").startswith("/dev/shm/")
-        except OSError:
-            pass
-    return count
+    return fds_naming("/dev/shm/")
 
 
 def eventually(predicate, seconds: float = 15.0) -> bool:
