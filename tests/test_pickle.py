@@ -388,3 +388,29 @@ def test_misaligned_buffer_is_copied_once_aligned():
     u = pickle.loads(data, buffers=[shifted])
     assert u.is_copied and u.data_ptr % 8 == 0
     assert np.array_equal(np.from_dlpack(u), make("float64", (3, 4)))
+
+
+@pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])
+def test_dtypes_pickle_by_name(protocol):
+    names = [str(dlbridge.from_dlpack(make(n, (2,))).dtype) for n in NUMPY_DTYPES]
+    for name in [*names, "bfloat16", "float8_e4m3fn", "float4_e2m1fn", "float32x4", "complex64x2"]:
+        dtype = dlbridge.DType(name)
+        loaded = pickle.loads(pickle.dumps(dtype, protocol=protocol))
+        assert type(loaded) is dlbridge.DType
+        assert loaded == dtype and loaded.name == name and hash(loaded) == hash(dtype)
+        assert (loaded.code, loaded.bits, loaded.lanes) == (dtype.code, dtype.bits, dtype.lanes)
+    assert dlbridge.DType("float32x4").lanes == 4
+    for bad in ["float32x1", "float32x04", "float32x"]:
+        with pytest.raises(ValueError):
+            dlbridge.DType(bad)
+
+
+@pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])
+def test_devices_pickle_as_their_type_and_id(protocol):
+    for device in ["cpu", "cuda:1", "cuda_host", "oneapi:2", (99, 3)]:
+        d = dlbridge.Device(device)
+        loaded = pickle.loads(pickle.dumps(d, protocol=protocol))
+        assert type(loaded) is dlbridge.Device
+        assert loaded == d and (loaded.type, loaded.id) == (d.type, d.id)
+    t = dlbridge.from_dlpack(make("float32", (3,)))
+    assert pickle.loads(pickle.dumps((t.dtype, t.device))) == (t.dtype, t.device)

@@ -10,14 +10,17 @@ DLPACK_VERSION: tuple[int, int]
 class DType:
     """An element type: DLPack code, bits per lane and lanes.
 
-    Compares equal to its name (``DType("float32") == "float32"``) and to other DTypes.
+    Compares equal to its name (``DType("float32") == "float32"``) and to other DTypes;
+    pickles as its name.
     """
 
     def __init__(self, name: str) -> None:
-        """Look a dtype up by its NumPy / ml_dtypes name; ValueError if unknown."""
+        """Look a dtype up by its NumPy / ml_dtypes name (or a vector type's name such as
+        ``"float32x4"``, as :attr:`name` gives it); ValueError if unknown."""
     @property
     def name(self) -> str:
-        """The NumPy / ml_dtypes name, e.g. ``"float32"``, ``"bfloat16"``, ``"float8_e4m3fn"``."""
+        """The NumPy / ml_dtypes name, e.g. ``"float32"``, ``"bfloat16"``, ``"float8_e4m3fn"``;
+        a vector type appends its lanes (``"float32x4"``)."""
     @property
     def code(self) -> int:
         """The DLPack type code (``kDLFloat`` = 2, ...)."""
@@ -37,7 +40,7 @@ class Device:
     """A device: DLPack device type and ordinal.
 
     Compares equal to its string form (``"cpu"``, ``"cuda:1"``, ``"oneapi:0"``), to other
-    Devices and to ``(type, id)`` tuples.
+    Devices and to ``(type, id)`` tuples; pickles as its ``(type, id)`` pair.
     """
 
     def __init__(self, device: "str | tuple[int, int] | Device") -> None:

@@ -234,12 +234,25 @@ impl DType {
         }
     }
 
-    /// Look a dtype up by its NumPy / ml_dtypes name (`"float32"`, `"bfloat16"`, ...).
+    /// Look a dtype up by its NumPy / ml_dtypes name (`"float32"`, `"bfloat16"`, ...), or by
+    /// the name [`DType::name`] gives a vector type (`"float32x4"`: four lanes).
     pub fn from_name(name: &str) -> Option<Self> {
-        TABLE
-            .iter()
-            .find(|e| e.name == name)
-            .map(|e| Self::scalar(e.code, e.bits))
+        let scalar = |base: &str| {
+            TABLE
+                .iter()
+                .find(|e| e.name == base)
+                .map(|e| Self::scalar(e.code, e.bits))
+        };
+        if let Some(dtype) = scalar(name) {
+            return Some(dtype);
+        }
+        let (base, lanes) = name.rsplit_once('x')?;
+        let count: u16 = lanes.parse().ok().filter(|&n| n > 1)?;
+        if count.to_string() != lanes {
+            return None; // "float32x04" is not a name `name` gives
+        }
+        let dtype = scalar(base)?;
+        Self::new(dtype.code, dtype.bits, count).ok()
     }
 
     fn entry(self) -> &'static Entry {
@@ -441,8 +454,22 @@ mod tests {
     fn names_round_trip() {
         for dt in all_dtypes() {
             assert_eq!(DType::from_name(&dt.name()), Some(dt));
+            let vector = DType::new(dt.code(), dt.bits(), 4).unwrap();
+            assert_eq!(vector.name(), format!("{}x4", dt.name()));
+            assert_eq!(DType::from_name(&vector.name()), Some(vector));
         }
         assert_eq!(all_dtypes().count(), 26);
+        for bad in [
+            "float32x1",
+            "float32x0",
+            "float32x04",
+            "float32x",
+            "complex",
+            "x4",
+            "int3x2",
+        ] {
+            assert_eq!(DType::from_name(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyType;
 
 use crate::{DType, Device, DeviceType};
 
@@ -59,6 +60,10 @@ impl PyDType {
     }
     fn __repr__(&self) -> String {
         format!("dlbridge.DType('{}')", self.0.name())
+    }
+    /// Pickles as its name (`DType(name)` rebuilds it).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, PyType>, (String,)) {
+        (slf.get_type(), (slf.get().0.name(),))
     }
 }
 
@@ -174,5 +179,11 @@ impl PyDevice {
     }
     fn __repr__(&self) -> String {
         format!("dlbridge.Device('{}')", self.0)
+    }
+    /// Pickles as its `(type, id)` pair (`Device((type, id))` rebuilds it, for device types
+    /// without a name too).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> (Bound<'py, PyType>, ((i32, i32),)) {
+        let device = slf.get().0;
+        (slf.get_type(), ((device.kind.0, device.id),))
     }
 }
