@@ -1,8 +1,9 @@
 //! The copy kernels: raw-pointer loops that execute a [`Plan`]. Every element access of the
-//! copy module happens here.
+//! copy module happens here or in the register-level helpers it calls (`simd`, `stream`).
 //!
 //! - rows with unit strides on both sides: one `memcpy` per row (a whole contiguous tensor is
-//!   one row);
+//!   one row); a contiguous copy of at least [`CONTIGUOUS_THRESHOLD`] bytes writes with
+//!   non-temporal stores instead;
 //! - other rows: an element-wise strided loop, specialised for 1, 2, 4, 8 and 16-byte elements
 //!   (any other size moves `itemsize` bytes per element);
 //! - tiles: a cache-blocked transpose that stages one square tile of whole cache lines through a
@@ -28,18 +29,27 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 20;
 const LEAF_BYTES: usize = 512 << 10;
 
 /// A contiguous copy of at least this many bytes is shared between the calling thread and the
-/// rayon pool (see the `chunked` module), in chunks of [`CHUNK_BYTES`].
+/// rayon pool (see the `chunked` module), in chunks of [`CHUNK_BYTES`], and written with
+/// non-temporal stores (the `stream` module) instead of `memcpy`.
 ///
-/// Measured on the 2-CPU test machine (AMD EPYC virtual machine, `cargo bench --bench copy`, 64 MiB
-/// float32 into an existing tensor): fastest sample 2.06 ms shared against 3.5 ms for one `memcpy`,
-/// when the second CPU was free. With the second CPU taken by other processes (load average 4 to 7,
-/// as during all of this tuning) the helper rarely gets to copy: below 16 MiB shared and single
-/// copies timed alike (fastest of 150, 1 to 16 MiB, thresholds of 1, 2, 4 MiB and never), while a
-/// helper preempted in the middle of a chunk can make the caller wait for it, which likely is what
-/// slows the medians of large copies then (torch's threads suffer alike). The threshold keeps
-/// copies that fit in the caches (where one thread already copies at 25 to 30 GB/s and waking a
-/// helper costs as much as it saves) on one thread.
-pub(super) const CONTIGUOUS_THRESHOLD: usize = 4 << 20;
+/// Measured on the 2-CPU test machine (AMD EPYC virtual machine, 32 MiB of L3 cache, idle),
+/// medians of 21 copies into an existing buffer:
+///
+/// | size | one `memcpy` | `memcpy` per 1 MiB chunk, 2 threads | streaming, 1 thread | streaming, 2 threads |
+/// |---|---:|---:|---:|---:|
+/// | 8 MiB | 0.18 ms | 0.17 ms | 0.20 ms | 0.23 ms |
+/// | 32 MiB | 1.45 ms | 1.36 ms | 1.27 ms | 1.30 ms |
+/// | 64 MiB | 2.87 ms | 2.87 ms | 2.51 ms | 2.34 ms |
+/// | 256 MiB | 13.2 ms | 12.7 ms | 10.3 ms | 9.4 ms |
+/// | 1 GiB | 49.9 ms | 47.6 ms | 39.2 ms | 36.1 ms |
+///
+/// One thread's ordinary stores already saturate the memory bus here (each written line is
+/// first read: 3 bytes of traffic per byte copied), so a second thread alone buys nothing;
+/// streaming stores skip that read (2 bytes per byte), which is the whole gain, and the second
+/// thread adds a little on top. Below the last-level cache's size, the cache serves ordinary
+/// stores better, and from Python the chunked copy of 8 and 16 MiB was slower than one
+/// `memcpy` (0.88x), so smaller copies stay on one thread with `memcpy`.
+pub(super) const CONTIGUOUS_THRESHOLD: usize = 32 << 20;
 
 /// Bytes of one chunk of a shared contiguous copy. 256 KiB, 1, 2 and 4 MiB timed alike (the
 /// fastest of 21 allocating and existing-destination 64 MiB copies within 5 %).
@@ -53,6 +63,8 @@ const LINE: usize = 64;
 struct Job {
     kernel: Kernel,
     itemsize: usize,
+    /// Contiguous rows are written with non-temporal stores.
+    streaming: bool,
 }
 
 /// Source and destination of a (sub-)copy.
@@ -104,9 +116,11 @@ pub(crate) unsafe fn run(
     // SAFETY: the shifts move the bases to the first element each loop visits, inside the
     // regions (caller's contract).
     let start = unsafe { base.advance(plan.src_shift, plan.dst_shift, itemsize) };
+    let bytes = plan.dims.iter().map(|d| d.n).product::<usize>() * itemsize;
     let job = Job {
         kernel: plan.kernel,
         itemsize,
+        streaming: is_contiguous(&plan.dims, plan.kernel) && bytes >= CONTIGUOUS_THRESHOLD,
     };
     let cuts = chunking(&plan.dims, job).filter(|_| parallel && pool_usable());
     let Some(cuts) = cuts else {
@@ -156,8 +170,7 @@ struct Cut {
 /// size, squares are never far from the better one.
 fn chunking(dims: &[Dim], job: Job) -> Option<Vec<Cut>> {
     let bytes = dims.iter().map(|d| d.n).product::<usize>() * job.itemsize;
-    let contiguous = matches!((job.kernel, dims), (Kernel::Rows, [d]) if d.src == 1 && d.dst == 1);
-    let (threshold, chunk) = if contiguous {
+    let (threshold, chunk) = if is_contiguous(dims, job.kernel) {
         (CONTIGUOUS_THRESHOLD, CHUNK_BYTES)
     } else {
         (PARALLEL_THRESHOLD, LEAF_BYTES)
@@ -181,6 +194,11 @@ fn chunking(dims: &[Dim], job: Job) -> Option<Vec<Cut>> {
     (dims[k].n > piece).then_some(vec![Cut { k, piece }])
 }
 
+/// True when the loops are one contiguous run of bytes.
+fn is_contiguous(dims: &[Dim], kernel: Kernel) -> bool {
+    matches!((kernel, dims), (Kernel::Rows, [d]) if d.src == 1 && d.dst == 1)
+}
+
 /// True when the rayon pool can run our pieces: it has more than one thread, and this is the
 /// process that started it — after `fork()` (Python's multiprocessing) the child inherits the
 /// pool's bookkeeping but not its threads, and joining would wait forever; the child then
@@ -196,7 +214,9 @@ fn pool_usable() -> bool {
 /// # Safety
 /// As for [`run`], for the loops `dims` starting at `p`.
 unsafe fn exec(dims: &[Dim], job: Job, p: Ptrs) {
-    let Job { kernel, itemsize } = job;
+    let Job {
+        kernel, itemsize, ..
+    } = job;
     let core = match kernel {
         Kernel::Rows => 1,
         Kernel::Tiles => 2,
@@ -332,7 +352,12 @@ unsafe fn rows(outer: Dim, dim: Dim, job: Job, p: Ptrs) {
     let itemsize = job.itemsize;
     if dim.src == 1 && dim.dst == 1 {
         let bytes = dim.n * itemsize;
-        if bytes <= 64 {
+        if job.streaming {
+            // SAFETY: a contiguous row of `bytes` on both sides (caller's contract).
+            each_row(outer, itemsize, p, |q| unsafe {
+                super::stream::copy_nontemporal(q.src, q.dst, bytes)
+            });
+        } else if bytes <= 64 {
             // SAFETY: a contiguous row of `bytes` on both sides (caller's contract).
             each_row(outer, itemsize, p, |q| unsafe {
                 copy_small(q.src, q.dst, bytes)
@@ -608,6 +633,7 @@ mod tests {
         let rows = |itemsize| Job {
             kernel: Kernel::Rows,
             itemsize,
+            streaming: false,
         };
         let one = |k, piece| Some(vec![Cut { k, piece }]);
         // One contiguous run: chunked from CONTIGUOUS_THRESHOLD bytes, in CHUNK_BYTES.
@@ -629,6 +655,7 @@ mod tests {
         let tiles = |itemsize| Job {
             kernel: Kernel::Tiles,
             itemsize,
+            streaming: false,
         };
         let t = [dim(4096, 1, 4096), dim(4096, 4096, 1)];
         assert_eq!(
