@@ -18,6 +18,7 @@ mod stream;
 mod view;
 
 pub use buffer::HostBuffer;
+use kernel::Destination;
 #[cfg(test)]
 use kernel::PARALLEL_THRESHOLD;
 
@@ -145,13 +146,21 @@ impl Tensor {
                 // SAFETY: the tensor is dense in `order`, so its `nbytes` bytes start at the
                 // first element and are host-readable while `self` lives; the fresh buffer
                 // holds exactly `nbytes` and is disjoint.
-                unsafe { kernel::run(&plan, 1, src, buffer.as_mut_ptr(), true) };
+                unsafe { kernel::run(&plan, 1, src, buffer.as_mut_ptr(), Destination::Fresh) };
             }
         } else if let Some(plan) = plan::plan(shape, self.strides(), &strides) {
             // SAFETY: the validated source layout reaches only readable host memory; the
             // destination is the fresh dense buffer of exactly these elements (disjoint from
             // the source, and no two of its elements share bytes).
-            unsafe { kernel::run(&plan, self.itemsize(), src, buffer.as_mut_ptr(), true) };
+            unsafe {
+                kernel::run(
+                    &plan,
+                    self.itemsize(),
+                    src,
+                    buffer.as_mut_ptr(),
+                    Destination::Fresh,
+                )
+            };
         }
         Ok(tensor_from_buffer(
             buffer,
@@ -271,10 +280,10 @@ pub unsafe fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
     let Some(plan) = plan::plan(dst.shape(), &strides, dst.strides()) else {
         return Ok(());
     };
-    let parallel = plan::provably_disjoint(dst.shape(), dst.strides());
+    let disjoint = plan::provably_disjoint(dst.shape(), dst.strides());
     // Both layouts were validated against host-accessible memory (broadcasting only zeroes
     // strides, reaching a subset of the source); `dst` is writable and not read-only; the byte
-    // ranges are disjoint; parallel only when no two destination elements share bytes.
+    // ranges are disjoint; `disjoint` only when no two destination elements share bytes.
     // SAFETY: the above, and exclusivity of the destination is the caller's contract.
     unsafe {
         kernel::run(
@@ -282,7 +291,7 @@ pub unsafe fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
             dst.itemsize(),
             src.data_ptr() as *const u8,
             dst.data_ptr() as *mut u8,
-            parallel,
+            Destination::Existing { disjoint },
         )
     };
     Ok(())
