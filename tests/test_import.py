@@ -996,6 +996,39 @@ def test_refused_then_real_error_raises_the_real_error():
         dlbridge.from_dlpack(x)
 
 
+@pytest.mark.parametrize(
+    "refusing",
+    [
+        ("__arrow_c_device_array__",),
+        ("__arrow_c_device_array__", "__arrow_c_array__"),
+        ("__arrow_c_device_array__", "__arrow_c_array__", "__arrow_c_device_stream__"),
+    ],
+)
+def test_from_arrow_passes_over_refusing_arrow_protocols(refusing):
+    t = dlbridge.from_arrow(_producer(refusing=refusing))
+    assert t.tolist() == list(range(6)) and t.readonly
+
+
+def test_from_arrow_every_arrow_protocol_refused_is_a_type_error_naming_each():
+    refusing = ("__arrow_c_device_array__", "__arrow_c_array__", "__arrow_c_device_stream__",
+                "__arrow_c_stream__")
+    with pytest.raises(TypeError, match="every Arrow protocol it offers refused") as ei:
+        dlbridge.from_arrow(_producer(refusing=refusing))
+    message = str(ei.value)
+    positions = [message.index(f"{name} raised NotImplementedError: {name} is not supported")
+                 for name in refusing]
+    assert positions == sorted(positions)
+    assert isinstance(ei.value.__cause__, NotImplementedError)
+    # from_dlpack still has DLPack to go to.
+    assert dlbridge.from_dlpack(_producer(refusing=refusing)).tolist() == list(range(6))
+
+
+def test_from_arrow_raises_a_real_error_after_a_refusal():
+    x = _producer(refusing=("__arrow_c_device_array__",), failing="__arrow_c_array__")
+    with pytest.raises(BufferError, match="went away"):
+        dlbridge.from_arrow(x)
+
+
 class _RefusingDLPackBytes(bytearray):
     __dlpack__ = _refuse("__dlpack__")
 

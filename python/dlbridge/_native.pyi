@@ -265,7 +265,9 @@ def from_arrow(
     ``x``: any object with the Arrow PyCapsule interface (``__arrow_c_device_array__``,
     ``__arrow_c_array__``, ``__arrow_c_stream__``: arrays, chunked arrays, streams, from
     pyarrow, nanoarrow, arro3, polars...); anything else is a TypeError (use :func:`from_dlpack`).
-    Without options this is :func:`from_dlpack`'s Arrow import: zero-copy and read-only, with
+    The protocols are tried in that order (device variants first); one that raises
+    NotImplementedError is passed over for the next, and when every one offered does, the
+    TypeError names each. Without options this is :func:`from_dlpack`'s Arrow import: zero-copy and read-only, with
     a BufferError for nulls.
 
     - ``fill_null=v``: nulls become ``v`` in a fresh, writable, C-contiguous copy (``is_copied``);

@@ -341,20 +341,32 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    /// The protocol to use for a type that offers `offers`, in the documented order: a single
-    /// array before a stream, and the device variant of each before the host one (device
-    /// array, array, device stream, stream).
-    pub fn of(offers: &Protocols) -> Option<Self> {
-        if offers.arrow_device_array {
-            Some(Self::DeviceArray)
-        } else if offers.arrow_array {
-            Some(Self::Array)
-        } else if offers.arrow_device_stream {
-            Some(Self::DeviceStream)
-        } else if offers.arrow_stream {
-            Some(Self::Stream)
-        } else {
-            None
+    /// Every protocol, in the documented order of preference: a single array before a stream,
+    /// and the device variant of each before the host one.
+    pub const ORDER: [Self; 4] = [
+        Self::DeviceArray,
+        Self::Array,
+        Self::DeviceStream,
+        Self::Stream,
+    ];
+
+    /// True when a type that offers `offers` has this protocol's method.
+    pub fn is_offered(self, offers: &Protocols) -> bool {
+        match self {
+            Self::DeviceArray => offers.arrow_device_array,
+            Self::Array => offers.arrow_array,
+            Self::DeviceStream => offers.arrow_device_stream,
+            Self::Stream => offers.arrow_stream,
+        }
+    }
+
+    /// The protocol's method name.
+    pub fn method(self) -> &'static str {
+        match self {
+            Self::DeviceArray => "__arrow_c_device_array__",
+            Self::Array => "__arrow_c_array__",
+            Self::DeviceStream => "__arrow_c_device_stream__",
+            Self::Stream => "__arrow_c_stream__",
         }
     }
 }

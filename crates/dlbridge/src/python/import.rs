@@ -219,10 +219,7 @@ impl Route {
     /// import `obj`).
     fn is_offered(self, obj: &Bound<'_, PyAny>, offers: &Protocols) -> bool {
         match self {
-            Route::Arrow(arrow::Protocol::DeviceArray) => offers.arrow_device_array,
-            Route::Arrow(arrow::Protocol::Array) => offers.arrow_array,
-            Route::Arrow(arrow::Protocol::DeviceStream) => offers.arrow_device_stream,
-            Route::Arrow(arrow::Protocol::Stream) => offers.arrow_stream,
+            Route::Arrow(protocol) => protocol.is_offered(offers),
             Route::DLPack => offers.dlpack,
             Route::CudaArrayInterface => offers.cuda_array_interface,
             Route::Buffer => buffer::has_buffer(obj),
@@ -233,10 +230,7 @@ impl Route {
     /// What the route is called in messages.
     fn name(self) -> &'static str {
         match self {
-            Route::Arrow(arrow::Protocol::DeviceArray) => "__arrow_c_device_array__",
-            Route::Arrow(arrow::Protocol::Array) => "__arrow_c_array__",
-            Route::Arrow(arrow::Protocol::DeviceStream) => "__arrow_c_device_stream__",
-            Route::Arrow(arrow::Protocol::Stream) => "__arrow_c_stream__",
+            Route::Arrow(protocol) => protocol.method(),
             Route::DLPack => "__dlpack__",
             Route::CudaArrayInterface => "__cuda_array_interface__",
             Route::Buffer => "the buffer protocol",
@@ -324,7 +318,7 @@ fn every_route_refused(obj: &Bound<'_, PyAny>, refusals: Vec<(Route, PyErr)>) ->
 }
 
 /// `Type: message` (or the type alone) for an error in a message.
-fn describe_error(py: Python<'_>, err: &PyErr) -> String {
+pub(crate) fn describe_error(py: Python<'_>, err: &PyErr) -> String {
     let kind = err
         .get_type(py)
         .name()

@@ -1,11 +1,12 @@
 //! `dlbridge.Tensor` as an Arrow producer (the PyCapsule interface methods), and
 //! `dlbridge.from_arrow`, the Arrow import with a choice of what to do with nulls.
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyNotImplementedError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyTuple};
 
-use crate::arrow::{all_valid, FillValue, Nulls};
+use crate::arrow::{all_valid, FillValue, Imported, Nulls};
+use crate::python::import::describe_error;
 use crate::python::{arrow, import, protocols};
 
 use super::tensor::{row_and_cell_names, PyTensor};
@@ -31,6 +32,47 @@ fn fill_value(value: &Bound<'_, PyAny>) -> PyResult<FillValue> {
     }
 }
 
+/// Import `x` through the first Arrow protocol its type offers that does not raise
+/// NotImplementedError (the interface's way of saying "not this protocol", e.g. a device
+/// method on a host-only build); any other error is about the data and is raised as it is.
+/// A TypeError when the type offers none, or when every one it offers refused (naming each).
+fn import_first_accepted(
+    x: &Bound<'_, PyAny>,
+    copy: Option<bool>,
+    nulls: Nulls,
+) -> PyResult<Imported> {
+    let py = x.py();
+    let offers = protocols::of(x)?;
+    let mut refusals = Vec::new();
+    for protocol in arrow::Protocol::ORDER {
+        if !protocol.is_offered(&offers) {
+            continue;
+        }
+        match arrow::import_with(x, protocol, copy, nulls) {
+            Err(err) if err.is_instance_of::<PyNotImplementedError>(py) => {
+                refusals.push((protocol, err));
+            }
+            result => return result,
+        }
+    }
+    let type_name = x.get_type().name()?;
+    let Some((_, last)) = refusals.last() else {
+        return Err(PyTypeError::new_err(format!(
+            "from_arrow needs an object with the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__...); {type_name} offers none: use dlbridge.from_dlpack for other arrays"
+        )));
+    };
+    let each: Vec<String> = refusals
+        .iter()
+        .map(|(protocol, err)| format!("{} raised {}", protocol.method(), describe_error(py, err)))
+        .collect();
+    let refused = PyTypeError::new_err(format!(
+        "cannot import an object of type {type_name}: every Arrow protocol it offers refused ({}); dlbridge.from_dlpack also tries DLPack and the buffer protocol",
+        each.join("; ")
+    ));
+    refused.set_cause(py, Some(last.clone_ref(py)));
+    Err(refused)
+}
+
 /// Import an object with the Arrow PyCapsule interface; nulls refused, filled (`fill_null`)
 /// or reported (`with_validity`). See the stub for the full contract.
 #[pyfunction]
@@ -42,19 +84,12 @@ pub(super) fn from_arrow<'py>(
     copy: Option<bool>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = x.py();
-    let offers = protocols::of(x)?;
-    let Some(protocol) = arrow::Protocol::of(&offers) else {
-        return Err(PyTypeError::new_err(format!(
-            "from_arrow needs an object with the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__...); {} offers none: use dlbridge.from_dlpack for other arrays",
-            x.get_type().name()?
-        )));
-    };
     let nulls = match fill_null.filter(|v| !v.is_none()) {
         Some(value) => Nulls::Fill(fill_value(value)?),
         None if with_validity => Nulls::Report,
         None => Nulls::Refuse,
     };
-    let imported = arrow::import_with(x, protocol, copy, nulls)?;
+    let imported = import_first_accepted(x, copy, nulls)?;
     let names = row_and_cell_names(imported.dim_names);
     let values = imported.values;
     let values = import::apply_policy(&values, None, copy)?.unwrap_or(values);
