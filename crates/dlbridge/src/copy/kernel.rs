@@ -2,8 +2,8 @@
 //! copy module happens here or in the register-level helpers it calls (`simd`, `stream`).
 //!
 //! - rows with unit strides on both sides: one `memcpy` per row (a whole contiguous tensor is
-//!   one row); a contiguous copy of at least [`CONTIGUOUS_THRESHOLD`] bytes writes with
-//!   non-temporal stores instead;
+//!   one row); a contiguous copy into existing memory of at least [`STREAMING_THRESHOLD`] bytes
+//!   writes with non-temporal stores instead;
 //! - other rows: an element-wise strided loop, specialised for 1, 2, 4, 8 and 16-byte elements
 //!   (any other size moves `itemsize` bytes per element);
 //! - tiles: a cache-blocked transpose that stages one square tile of whole cache lines through a
@@ -29,11 +29,30 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 20;
 const LEAF_BYTES: usize = 512 << 10;
 
 /// A contiguous copy of at least this many bytes is shared between the calling thread and the
-/// rayon pool (see the `chunked` module), in chunks of [`CHUNK_BYTES`], and written with
+/// rayon pool (see the `chunked` module), in chunks of [`CHUNK_BYTES`].
+///
+/// Measured from Python on the 2-CPU test machine (AMD EPYC virtual machine, 1 MiB of L2 cache
+/// per core, 32 MiB of L3), `dlbridge.copyto` into an existing float32 array against
+/// `np.copyto` (one `memcpy`), medians of 300 interleaved calls: shared in 256 KiB chunks from
+/// 1 MiB, 1 MiB 0.78x and 2 MiB 0.83x (waking a pool thread costs more than half of a copy that
+/// short saves), 4 MiB 1.17x, 8 MiB 1.45x, 16 MiB 1.75x. With torch's `copy_` timed in the same
+/// loop, whose OpenMP threads keep spinning on the second CPU after each of its calls, the gain
+/// shrinks to 1.05x, 1.35x and 1.21x at 4, 8 and 16 MiB. In 1 MiB chunks 8 and 16 MiB were
+/// 0.97x and 1.04x then: small chunks let the helper take its share whenever it starts.
+pub(super) const CONTIGUOUS_THRESHOLD: usize = 4 << 20;
+
+/// Bytes of one chunk of a shared contiguous copy (see [`CONTIGUOUS_THRESHOLD`]); from 32 MiB
+/// up, 256 KiB and 1 MiB chunks timed alike.
+const CHUNK_BYTES: usize = 256 << 10;
+
+/// A contiguous copy into existing memory of at least this many bytes writes with
 /// non-temporal stores (the `stream` module) instead of `memcpy`.
 ///
-/// Measured on the 2-CPU test machine (AMD EPYC virtual machine, 32 MiB of L3 cache, idle),
-/// medians of 21 copies into an existing buffer:
+/// One thread's ordinary stores already saturate the memory bus here once a copy outgrows the
+/// caches: each written line is first read (3 bytes of traffic per byte copied), and a second
+/// thread of ordinary stores buys little. Streaming stores skip that read (2 bytes per byte),
+/// so 1.5x is the most any copy can gain over one `memcpy` then. Measured on the same machine
+/// (idle, a C loop, medians of 21 copies into an existing buffer):
 ///
 /// | size | one `memcpy` | `memcpy` per 1 MiB chunk, 2 threads | streaming, 1 thread | streaming, 2 threads |
 /// |---|---:|---:|---:|---:|
@@ -43,17 +62,8 @@ const LEAF_BYTES: usize = 512 << 10;
 /// | 256 MiB | 13.2 ms | 12.7 ms | 10.3 ms | 9.4 ms |
 /// | 1 GiB | 49.9 ms | 47.6 ms | 39.2 ms | 36.1 ms |
 ///
-/// One thread's ordinary stores already saturate the memory bus here (each written line is
-/// first read: 3 bytes of traffic per byte copied), so a second thread alone buys nothing;
-/// streaming stores skip that read (2 bytes per byte), which is the whole gain, and the second
-/// thread adds a little on top. Below the last-level cache's size, the cache serves ordinary
-/// stores better, and from Python the chunked copy of 8 and 16 MiB was slower than one
-/// `memcpy` (0.88x), so smaller copies stay on one thread with `memcpy`.
-pub(super) const CONTIGUOUS_THRESHOLD: usize = 32 << 20;
-
-/// Bytes of one chunk of a shared contiguous copy. 256 KiB, 1, 2 and 4 MiB timed alike (the
-/// fastest of 21 allocating and existing-destination 64 MiB copies within 5 %).
-const CHUNK_BYTES: usize = 1 << 20;
+/// Below the last-level cache's size, the cache serves ordinary stores better.
+pub(super) const STREAMING_THRESHOLD: usize = 32 << 20;
 
 /// Bytes of one tile side: a cache line.
 const LINE: usize = 64;
@@ -142,9 +152,7 @@ pub(crate) unsafe fn run(
     let job = Job {
         kernel: plan.kernel,
         itemsize,
-        streaming: !fresh
-            && is_contiguous(&plan.dims, plan.kernel)
-            && bytes >= CONTIGUOUS_THRESHOLD,
+        streaming: !fresh && is_contiguous(&plan.dims, plan.kernel) && bytes >= STREAMING_THRESHOLD,
     };
     let cuts = chunking(&plan.dims, job).filter(|_| parallel && pool_usable());
     let Some(cuts) = cuts else {

@@ -456,7 +456,7 @@ mod tests {
     fn large_contiguous_copies_of_unaligned_views() {
         // Views that start 3 bytes into their buffers: above the threshold, the streaming
         // kernel copies an unaligned head and tail the ordinary way.
-        let at = kernel::CONTIGUOUS_THRESHOLD;
+        let at = kernel::STREAMING_THRESHOLD;
         for bytes in [at - 1, at + 77] {
             let values: Vec<u8> = (0..bytes + 3).map(|i| (i * 31 % 253) as u8).collect();
             let raw = Tensor::from_vec(values, &[bytes as i64 + 3]).unwrap();
