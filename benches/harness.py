@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import gc
+import hashlib
 import importlib
 import os
 import platform
@@ -253,18 +254,20 @@ def git_rev() -> str:
 
 
 def native_build(dlbridge: Any | None) -> str:
-    """Which compiled extension of ``dlbridge`` was measured, and when it was built
-    (rebuilds change it): ``"`path` built <UTC time>"``, ``"unknown"`` if not found."""
+    """Which compiled extension of ``dlbridge`` was measured: ``"`path` sha256 <12 hex>"``
+    (any rebuild with other code changes it; file times do not, as an extension unpacked
+    from a wheel carries the wheel's fixed timestamps), ``"unknown"`` if not found."""
     native = getattr(dlbridge, "_native", None)
     path = getattr(native, "__file__", None)
     if not path:
         return "unknown"
-    built = _dt.datetime.fromtimestamp(os.path.getmtime(path), _dt.timezone.utc)
+    with open(path, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:12]
     try:
         shown = os.path.relpath(path, REPO)
     except ValueError:
         shown = path
-    return f"`{shown}` built {built:%Y-%m-%d %H:%M:%S} UTC"
+    return f"`{shown}` sha256 {digest}"
 
 
 def command_line(script: str, argv: list[str] | None) -> str:
