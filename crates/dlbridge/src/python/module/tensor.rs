@@ -45,12 +45,15 @@ pub(super) fn import_object(
     copy: Option<bool>,
 ) -> PyResult<PyTensor> {
     let offers = protocols::of(x)?;
-    // NumPy arrays and producers with a DLPack C exchange API (torch), the most common
-    // inputs, in one step each: the import `from_object` would make without its layers, which
-    // cost as much as the import itself.
+    // NumPy arrays, producers with a DLPack C exchange API (torch) and producers that offer
+    // only `__dlpack__` (JAX, ...), the most common inputs, in one step each: the import
+    // `from_object` would make without its layers, which cost as much as the import itself.
     let direct = match import::numpy_array(x, &offers, device)? {
         Some(tensor) => Some(tensor),
-        None => import::exchange_table(x, &offers, device)?,
+        None => match import::exchange_table(x, &offers, device)? {
+            Some(tensor) => Some(tensor),
+            None => import::dlpack_only(x, &offers, device, copy)?,
+        },
     };
     if let Some(tensor) = direct {
         return Ok(match import::apply_policy(&tensor, device, copy)? {
