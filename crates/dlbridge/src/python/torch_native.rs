@@ -137,11 +137,13 @@ impl Readers {
                 },
             ),
         ];
+        let cdata_getter = self.base.bind(py).getattr("_cdata")?;
         for (probe, expected) in probes {
             if !probe.is_instance(self.base.bind(py))? {
                 return Ok(false);
             }
-            let cdata: usize = probe.getattr("_cdata")?.extract()?;
+            // torch's own getter on the base class, not whatever a subclass calls `_cdata`.
+            let cdata: usize = cdata_getter.call_method1("__get__", (&probe,))?.extract()?;
             // SAFETY: `probe` is a live instance of TensorBase, whose basic size holds at least
             // the header and one pointer (checked in `look_up`); the word read is only
             // compared here.
