@@ -3,6 +3,8 @@ consumer of other types' tables (torch), including torch state the table drops (
 
 import ctypes
 import gc
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -241,6 +243,44 @@ def test_torch_state_is_refused_through_the_table(make, fix):
     assert not (resolved.is_neg() or resolved.is_conj() or resolved.requires_grad)
     t = dlbridge.from_dlpack(resolved)
     assert t.data_ptr == resolved.data_ptr() and t.tolist() == resolved.tolist()
+
+
+_REFUSALS_WITHOUT_NATIVE_READERS = """
+import torch, dlbridge
+
+# dlbridge reads the three states with torch's C++ functions only after checking them on
+# tensors of torch._C.TensorBase; hidden while the first torch tensor is imported, the checks
+# fail and the process keeps torch's Python methods (is_neg, is_conj, requires_grad).
+real_base = torch._C.TensorBase
+torch._C.TensorBase = int
+try:
+    dlbridge.from_dlpack(torch.ones(2))
+finally:
+    torch._C.TensorBase = real_base
+cases = [
+    (torch._neg_view(torch.ones(3, dtype=torch.int32)), "resolve_neg"),
+    (torch.ones(3, dtype=torch.complex64).conj(), "resolve_conj"),
+    (torch.ones(3, requires_grad=True), "detach"),
+]
+for x, fix in cases:
+    try:
+        dlbridge.from_dlpack(x)
+    except BufferError as e:
+        assert fix in str(e), e
+    else:
+        raise AssertionError(f"imported {x!r}")
+x = torch.arange(3.0)
+assert dlbridge.from_dlpack(x).tolist() == [0.0, 1.0, 2.0]
+print("refused")
+"""
+
+
+def test_torch_state_is_refused_without_the_native_readers():
+    # The fallback the tests above cannot reach on a build where torch's C++ readers check out.
+    out = subprocess.run([sys.executable, "-c", _REFUSALS_WITHOUT_NATIVE_READERS],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "refused"
 
 
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int64, torch.uint8, torch.bool, torch.float32,

@@ -23,5 +23,6 @@ pub(crate) mod pickle;
 pub(crate) mod protocols;
 pub(crate) mod shared;
 pub(crate) mod torch;
+pub(crate) mod torch_native;
 
 pub use module::{register, HostTensor, Import, PyTensor, WritableTensor};

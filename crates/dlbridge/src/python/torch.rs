@@ -5,12 +5,14 @@
 //! tensors, cutting them out of autograd without a word). dlbridge refuses all three with the
 //! call that resolves them.
 //!
-//! The three are read with the C functions of torch's tensor base class (`TensorBase`), found
-//! once: the getter behind `requires_grad` and the methods `is_conj` and `is_neg`, called on
-//! the object directly. That skips the attribute lookups (about 130 of the 420 instructions a
+//! The three are read by torch's own C++ functions where they could be checked to work
+//! ([`crate::python::torch_native`]: about 10 instructions for all three, GIL held). Otherwise
+//! they are read with the C functions of torch's tensor base class (`TensorBase`), found once:
+//! the getter behind `requires_grad` and the methods `is_conj` and `is_neg`, called on the
+//! object directly. That skips the attribute lookups (about 130 of the 420 instructions a
 //! `getattr(t, "requires_grad")` costs; `is_neg` and `is_conj` cost about 930 each, most of it
-//! torch releasing and retaking the GIL around the call), and it reads the tensor's real state
-//! even when a Python subclass overrides one of the three names.
+//! torch releasing and retaking the GIL around the call). Both ways read the tensor's real
+//! state even when a Python subclass overrides one of the three names.
 
 use std::ffi::c_void;
 
@@ -23,6 +25,7 @@ use pyo3::types::{PyString, PyType};
 
 use crate::dtype::{DType, TypeCode};
 use crate::python::call;
+use crate::python::torch_native::{Readers, State};
 
 /// True for `torch.Tensor` and its subclasses (e.g. `torch.nn.Parameter`).
 pub fn is_tensor_type(ty: &Bound<'_, PyType>) -> bool {
@@ -57,26 +60,26 @@ fn check(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<()> {
             "the torch tensor {what}, which DLPack cannot carry; call {fix} first"
         )))
     };
-    let code = dtype.map(DType::code);
     let readers = StateReaders::of(obj)?;
-    let may_require_grad = !matches!(code, Some(TypeCode::INT | TypeCode::UINT | TypeCode::BOOL));
-    if may_require_grad && readers.requires_grad(obj)? {
-        return refuse("requires grad", ".detach() (no copy)");
-    }
-    let may_be_conj = code.is_none_or(|c| c == TypeCode::COMPLEX);
-    if may_be_conj && readers.is_conj(obj)? {
-        return refuse(
+    let state = match readers.native.as_ref().and_then(|native| native.read(obj)) {
+        Some(state) => state,
+        None => readers.read_by_methods(obj, dtype)?,
+    };
+    if state.requires_grad {
+        refuse("requires grad", ".detach() (no copy)")
+    } else if state.conj {
+        refuse(
             "has its conjugate bit set (a lazy conjugate view)",
             ".resolve_conj() (a copy)",
-        );
-    }
-    if readers.is_neg(obj)? {
-        return refuse(
+        )
+    } else if state.neg {
+        refuse(
             "has its negative bit set (a lazy negated view)",
             ".resolve_neg() (a copy)",
-        );
+        )
+    } else {
+        Ok(())
     }
-    Ok(())
 }
 
 /// The C functions that read the three states, taken from the first torch tensor type seen
@@ -88,6 +91,8 @@ struct StateReaders {
     /// `TensorBase.is_conj` and `TensorBase.is_neg`, method descriptors.
     is_conj: Py<PyAny>,
     is_neg: Py<PyAny>,
+    /// torch's C++ readers, when they work on this build (used first).
+    native: Option<Readers>,
 }
 
 impl StateReaders {
@@ -133,6 +138,21 @@ impl StateReaders {
             descr_get,
             is_conj: c_descriptor(intern!(py, "is_conj"), "method_descriptor")?,
             is_neg: c_descriptor(intern!(py, "is_neg"), "method_descriptor")?,
+            native: Readers::find(py),
+        })
+    }
+
+    /// The states a tensor of `dtype` (`None`: not known) can have, read with torch's Python
+    /// methods; the others are `false`.
+    fn read_by_methods(&self, obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<State> {
+        let code = dtype.map(DType::code);
+        let may_require_grad =
+            !matches!(code, Some(TypeCode::INT | TypeCode::UINT | TypeCode::BOOL));
+        let may_be_conj = code.is_none_or(|c| c == TypeCode::COMPLEX);
+        Ok(State {
+            requires_grad: may_require_grad && self.requires_grad(obj)?,
+            conj: may_be_conj && self.is_conj(obj)?,
+            neg: self.is_neg(obj)?,
         })
     }
 

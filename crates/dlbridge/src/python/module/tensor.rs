@@ -45,22 +45,17 @@ pub(super) fn import_object(
     copy: Option<bool>,
 ) -> PyResult<PyTensor> {
     let offers = protocols::of(x)?;
-    // NumPy arrays and producers with a DLPack C exchange API (torch), the most common
-    // inputs, in one step each: the import `from_object` would make without its layers, which
-    // cost as much as the import itself.
-    let direct = match import::numpy_array(x, &offers, device)? {
-        Some(tensor) => Some(tensor),
-        None => import::exchange_table(x, &offers, device)?,
-    };
-    if let Some(tensor) = direct {
+    // The most common inputs in one step each (see `import::direct`).
+    if let Some(tensor) = import::direct(x, &offers, device, copy)? {
         return Ok(match import::apply_policy(&tensor, device, copy)? {
             None => PyTensor(tensor, None),
             Some(copied) => PyTensor(copied, None),
         });
     }
-    // The table was asked already (its export is not asked for twice).
+    // The table and pyarrow's `__dlpack__` were asked already (not asked twice).
     let rest = protocols::Protocols {
         exchange: None,
+        pyarrow_primitive: false,
         ..offers
     };
     let (tensor, cell_names) = import::from_object_with(x, Some(rest), device, copy)?;
