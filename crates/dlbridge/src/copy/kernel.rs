@@ -18,6 +18,23 @@ use std::ptr;
 use std::sync::OnceLock;
 
 use super::plan::{Dim, Kernel, Plan};
+#[cfg(target_arch = "x86_64")]
+use super::simd::Simd;
+
+/// The instructions the tile kernel uses: outside x86-64, plain loads and stores.
+#[cfg(not(target_arch = "x86_64"))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Simd {
+    /// Element by element through the staging tile.
+    Scalar,
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl Simd {
+    fn detected() -> Self {
+        Simd::Scalar
+    }
+}
 
 /// Copies (other than one contiguous run) of at least this many bytes are shared with the
 /// rayon pool.
@@ -53,6 +70,8 @@ const LINE: usize = 64;
 struct Job {
     kernel: Kernel,
     itemsize: usize,
+    /// The instructions the tile kernel uses.
+    simd: Simd,
 }
 
 /// Source and destination of a (sub-)copy.
@@ -107,6 +126,7 @@ pub(crate) unsafe fn run(
     let job = Job {
         kernel: plan.kernel,
         itemsize,
+        simd: Simd::detected(),
     };
     let cuts = chunking(&plan.dims, job).filter(|_| parallel && pool_usable());
     let Some(cuts) = cuts else {
@@ -196,7 +216,9 @@ fn pool_usable() -> bool {
 /// # Safety
 /// As for [`run`], for the loops `dims` starting at `p`.
 unsafe fn exec(dims: &[Dim], job: Job, p: Ptrs) {
-    let Job { kernel, itemsize } = job;
+    let Job {
+        kernel, itemsize, ..
+    } = job;
     let core = match kernel {
         Kernel::Rows => 1,
         Kernel::Tiles => 2,
@@ -274,13 +296,27 @@ fn for_each_outer(outer: &[Dim], mut f: impl FnMut(isize, isize)) {
 
 /// Element types the kernels move as one unit (every bit pattern valid, no padding).
 trait Word: Copy + Default {
-    /// Write the transpose of the tile `buf`: destination line `x` (at `dst + x * dst_a`)
-    /// receives column `x` of `buf`.
+    /// Transpose one full `B`×`B` tile: source line `y` (`B` contiguous elements at
+    /// `src + y * src_i`) becomes column `y` of the destination lines (`B` contiguous elements
+    /// at `dst + x * dst_a`), staged through `buf`.
     ///
     /// # Safety
-    /// For `x, y < B`: `dst + x * dst_a + y` is writable.
+    /// For `x, y < B`: `src + y * src_i + x` is readable and `dst + x * dst_a + y` writable;
+    /// `simd` is what [`Simd::detected`] returned or the baseline.
     #[inline(always)]
-    unsafe fn write_transposed<const B: usize>(buf: &[[Self; B]; B], dst: *mut Self, dst_a: isize) {
+    unsafe fn transpose_tile<const B: usize>(
+        _simd: Simd,
+        src: *const Self,
+        src_i: isize,
+        dst: *mut Self,
+        dst_a: isize,
+        buf: &mut [[Self; B]; B],
+    ) {
+        for (y, line) in buf.iter_mut().enumerate() {
+            // SAFETY: B contiguous source elements of line y of the tile.
+            *line =
+                unsafe { ptr::read_unaligned(src.offset(y as isize * src_i).cast::<[Self; B]>()) };
+        }
         #[allow(clippy::needless_range_loop)] // `x` indexes the inner arrays, not `buf`
         for x in 0..B {
             let out: [Self; B] = std::array::from_fn(|y| buf[y][x]);
@@ -291,20 +327,25 @@ trait Word: Copy + Default {
         }
     }
 }
-/// Words moved through 16-byte registers: `$lanes` elements per register.
+/// Words moved through vector registers: `$lanes` elements per 16 bytes.
 #[cfg(target_arch = "x86_64")]
 macro_rules! simd_word {
     ($($t:ty => $lanes:literal),*) => {$(
         impl Word for $t {
             #[inline(always)]
-            unsafe fn write_transposed<const B: usize>(
-                buf: &[[$t; B]; B],
+            unsafe fn transpose_tile<const B: usize>(
+                simd: Simd,
+                src: *const $t,
+                src_i: isize,
                 dst: *mut $t,
                 dst_a: isize,
+                buf: &mut [[$t; B]; B],
             ) {
-                // SAFETY: forwarded contract; the tile side `B` (one cache line of elements)
-                // is a multiple of the lanes per register.
-                unsafe { super::simd::write_transposed::<$t, B, $lanes>(buf, dst, dst_a) }
+                // SAFETY: forwarded contract; the tile side `B` (64 bytes of elements) is a
+                // multiple of two 16-byte lanes of elements.
+                unsafe {
+                    super::simd::transpose_tile::<$t, B, $lanes>(simd, src, src_i, dst, dst_a, buf)
+                }
             }
         }
     )*};
@@ -454,11 +495,11 @@ unsafe fn tiles(a: Dim, i: Dim, job: Job, p: Ptrs) {
     // SAFETY: (every arm) caller's contract; the tile side is one cache line of elements.
     unsafe {
         match job.itemsize {
-            1 => tiled::<u8, { LINE }>(a, i, p),
-            2 => tiled::<u16, { LINE / 2 }>(a, i, p),
-            4 => tiled::<u32, { LINE / 4 }>(a, i, p),
-            8 => tiled::<u64, { LINE / 8 }>(a, i, p),
-            16 => tiled::<u128, { LINE / 16 }>(a, i, p),
+            1 => tiled::<u8, { LINE }>(job.simd, a, i, p),
+            2 => tiled::<u16, { LINE / 2 }>(job.simd, a, i, p),
+            4 => tiled::<u32, { LINE / 4 }>(job.simd, a, i, p),
+            8 => tiled::<u64, { LINE / 8 }>(job.simd, a, i, p),
+            16 => tiled::<u128, { LINE / 16 }>(job.simd, a, i, p),
             _ => tiled_bytes(a, i, job.itemsize, p),
         }
     }
@@ -469,7 +510,7 @@ unsafe fn tiles(a: Dim, i: Dim, job: Job, p: Ptrs) {
 ///
 /// # Safety
 /// As for [`tiles`], with `size_of::<T>()`-byte elements.
-unsafe fn tiled<T: Word, const B: usize>(a: Dim, i: Dim, p: Ptrs) {
+unsafe fn tiled<T: Word, const B: usize>(simd: Simd, a: Dim, i: Dim, p: Ptrs) {
     let m = (MACRO_BYTES / size_of::<T>()).clamp(B, MACRO_MAX);
     let mut a0 = 0;
     while a0 < a.n {
@@ -488,7 +529,7 @@ unsafe fn tiled<T: Word, const B: usize>(a: Dim, i: Dim, p: Ptrs) {
             };
             let (sa, si) = (Dim { n: na, ..a }, Dim { n: ni, ..i });
             // SAFETY: the (na, ni) block from its origin lies inside the slab.
-            unsafe { macro_block::<T, B>(sa, si, q) };
+            unsafe { macro_block::<T, B>(simd, sa, si, q) };
             i0 += m;
         }
         a0 += m;
@@ -504,7 +545,7 @@ const MACRO_MAX: usize = 256;
 ///
 /// # Safety
 /// As for [`tiles`], with `size_of::<T>()`-byte elements.
-unsafe fn macro_block<T: Word, const B: usize>(a: Dim, i: Dim, p: Ptrs) {
+unsafe fn macro_block<T: Word, const B: usize>(simd: Simd, a: Dim, i: Dim, p: Ptrs) {
     let unit = a.src == 1 && i.dst == 1;
     let (src, dst) = (p.src.cast::<T>(), p.dst.cast::<T>());
     let mut buf = [[T::default(); B]; B];
@@ -524,8 +565,8 @@ unsafe fn macro_block<T: Word, const B: usize>(a: Dim, i: Dim, p: Ptrs) {
             };
             if na == B && ni == B && unit {
                 // SAFETY: a full tile inside the block with unit source stride along `a` and
-                // unit destination stride along `i`.
-                unsafe { tile_unit::<T, B>(s, d, i.src, a.dst, &mut buf) };
+                // unit destination stride along `i`; `simd` comes from the job.
+                unsafe { T::transpose_tile::<B>(simd, s, i.src, d, a.dst, &mut buf) };
             } else {
                 // SAFETY: the (na, ni) block from the tile origin lies inside the block.
                 unsafe { block::<T>(s, d, na, ni, a, i) };
@@ -534,27 +575,6 @@ unsafe fn macro_block<T: Word, const B: usize>(a: Dim, i: Dim, p: Ptrs) {
         }
         i0 += B;
     }
-}
-
-/// One full tile: read `B` source lines (contiguous along `a`) into `buf`, then write `B`
-/// destination lines (contiguous along `i`) from its columns.
-///
-/// # Safety
-/// For `x, y < B`: `src + x + y * src_i` is readable and `dst + x * dst_a + y` writable.
-#[inline(always)]
-unsafe fn tile_unit<T: Word, const B: usize>(
-    src: *const T,
-    dst: *mut T,
-    src_i: isize,
-    dst_a: isize,
-    buf: &mut [[T; B]; B],
-) {
-    for (y, line) in buf.iter_mut().enumerate() {
-        // SAFETY: B contiguous source elements of line y of the tile.
-        *line = unsafe { ptr::read_unaligned(src.offset(y as isize * src_i).cast::<[T; B]>()) };
-    }
-    // SAFETY: B contiguous destination elements of each line x of the tile.
-    unsafe { T::write_transposed(buf, dst, dst_a) };
 }
 
 /// An edge block (or any strides), element by element.
@@ -608,6 +628,7 @@ mod tests {
         let rows = |itemsize| Job {
             kernel: Kernel::Rows,
             itemsize,
+            simd: Simd::detected(),
         };
         let one = |k, piece| Some(vec![Cut { k, piece }]);
         // One contiguous run: chunked from CONTIGUOUS_THRESHOLD bytes, in CHUNK_BYTES.
@@ -629,6 +650,7 @@ mod tests {
         let tiles = |itemsize| Job {
             kernel: Kernel::Tiles,
             itemsize,
+            simd: Simd::detected(),
         };
         let t = [dim(4096, 1, 4096), dim(4096, 4096, 1)];
         assert_eq!(
