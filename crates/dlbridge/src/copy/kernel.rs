@@ -341,8 +341,8 @@ macro_rules! simd_word {
                 dst_a: isize,
                 buf: &mut [[$t; B]; B],
             ) {
-                // SAFETY: forwarded contract; the tile side `B` (64 bytes of elements) is a
-                // multiple of two 16-byte lanes of elements.
+                // SAFETY: forwarded contract; the tile side `B` (64 bytes of elements) is four
+                // 16-byte lanes of elements.
                 unsafe {
                     super::simd::transpose_tile::<$t, B, $lanes>(simd, src, src_i, dst, dst_a, buf)
                 }

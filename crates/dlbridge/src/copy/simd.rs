@@ -13,12 +13,12 @@
 //! `transpose_into_256kib`, an L2-resident 512² uint8 transpose): see [`Simd`].
 
 use std::arch::x86_64::{
-    __m128i, __m256i, _mm256_loadu2_m128i, _mm256_storeu_si256, _mm256_unpackhi_epi16,
-    _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpackhi_epi8, _mm256_unpacklo_epi16,
-    _mm256_unpacklo_epi32, _mm256_unpacklo_epi64, _mm256_unpacklo_epi8, _mm_loadu_si128,
-    _mm_storeu_si128, _mm_unpackhi_epi16, _mm_unpackhi_epi32, _mm_unpackhi_epi64,
-    _mm_unpackhi_epi8, _mm_unpacklo_epi16, _mm_unpacklo_epi32, _mm_unpacklo_epi64,
-    _mm_unpacklo_epi8,
+    __m128i, __m256i, _mm256_loadu2_m128i, _mm256_setzero_si256, _mm256_storeu_si256,
+    _mm256_unpackhi_epi16, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpackhi_epi8,
+    _mm256_unpacklo_epi16, _mm256_unpacklo_epi32, _mm256_unpacklo_epi64, _mm256_unpacklo_epi8,
+    _mm_loadu_si128, _mm_setzero_si128, _mm_storeu_si128, _mm_unpackhi_epi16, _mm_unpackhi_epi32,
+    _mm_unpackhi_epi64, _mm_unpackhi_epi8, _mm_unpacklo_epi16, _mm_unpacklo_epi32,
+    _mm_unpacklo_epi64, _mm_unpacklo_epi8,
 };
 use std::mem::size_of;
 use std::ptr;
@@ -51,7 +51,7 @@ impl Simd {
 /// # Safety
 /// - For `x, y < B`: `src + y * src_i + x` is readable and `dst + x * dst_a + y` writable;
 /// - `T` is 1, 2, 4, 8 or 16 bytes with every bit pattern valid, `N * size_of::<T>() == 16`,
-///   and `B` is a multiple of `2 * N`;
+///   and `B == 4 * N` (a tile line is one cache line);
 /// - `simd` is [`Simd::Sse2`] or what [`Simd::detected`] returned.
 #[inline(always)]
 pub(super) unsafe fn transpose_tile<T: Copy, const B: usize, const N: usize>(
@@ -62,7 +62,7 @@ pub(super) unsafe fn transpose_tile<T: Copy, const B: usize, const N: usize>(
     dst_a: isize,
     buf: &mut [[T; B]; B],
 ) {
-    debug_assert!(N * size_of::<T>() == 16 && B % (2 * N) == 0);
+    debug_assert!(N * size_of::<T>() == 16 && B == 4 * N);
     match simd {
         // SAFETY: the caller's contract; SSE2 is part of the x86-64 baseline.
         Simd::Sse2 => unsafe { tile_sse2::<T, B, N>(src, src_i, dst, dst_a, buf) },
@@ -72,7 +72,9 @@ pub(super) unsafe fn transpose_tile<T: Copy, const B: usize, const N: usize>(
     }
 }
 
-/// [`transpose_tile`] with `N`×`N` blocks in 16-byte registers.
+/// [`transpose_tile`] with `N`×`N` blocks in 16-byte registers: the four blocks of `N`
+/// columns are transposed before any is stored, so that each destination line is written whole
+/// by four stores in a row.
 ///
 /// # Safety
 /// As for [`transpose_tile`].
@@ -86,30 +88,35 @@ unsafe fn tile_sse2<T: Copy, const B: usize, const N: usize>(
 ) {
     // SAFETY: the caller's contract.
     unsafe { stage(src, src_i, buf) };
-    let order = bit_reversed::<N>();
+    let unpack = |width, a, b| match width {
+        1 => [_mm_unpacklo_epi8(a, b), _mm_unpackhi_epi8(a, b)],
+        2 => [_mm_unpacklo_epi16(a, b), _mm_unpackhi_epi16(a, b)],
+        4 => [_mm_unpacklo_epi32(a, b), _mm_unpackhi_epi32(a, b)],
+        _ => [_mm_unpacklo_epi64(a, b), _mm_unpackhi_epi64(a, b)],
+    };
     for x0 in (0..B).step_by(N) {
-        for y0 in (0..B).step_by(N) {
-            // SAFETY: N in-bounds 16-byte reads of the tile buffer (x0 + N <= B).
-            let rows: [__m128i; N] = std::array::from_fn(|k| unsafe {
-                _mm_loadu_si128(buf[y0 + k].as_ptr().add(x0).cast())
+        let mut blocks = [[_mm_setzero_si128(); N]; 4];
+        for (j, block) in blocks.iter_mut().enumerate() {
+            // SAFETY: N in-bounds 16-byte reads of the tile buffer (x0 + N <= B, 4N = B).
+            let rows = std::array::from_fn(|k| unsafe {
+                _mm_loadu_si128(buf[j * N + k].as_ptr().add(x0).cast())
             });
-            let columns = transpose(rows, |width, a, b| match width {
-                1 => [_mm_unpacklo_epi8(a, b), _mm_unpackhi_epi8(a, b)],
-                2 => [_mm_unpacklo_epi16(a, b), _mm_unpackhi_epi16(a, b)],
-                4 => [_mm_unpacklo_epi32(a, b), _mm_unpackhi_epi32(a, b)],
-                _ => [_mm_unpacklo_epi64(a, b), _mm_unpackhi_epi64(a, b)],
-            });
-            for (column, k) in columns.into_iter().zip(order) {
-                let x = (x0 + k) as isize;
-                // SAFETY: elements y0..y0 + N of destination line x (caller's contract).
-                unsafe { _mm_storeu_si128(dst.offset(x * dst_a + y0 as isize).cast(), column) };
+            *block = transpose(rows, &unpack);
+        }
+        for (k, x) in bit_reversed::<N>().into_iter().enumerate() {
+            // SAFETY: destination line x0 + x of the tile (caller's contract).
+            let line = unsafe { dst.offset((x0 + x) as isize * dst_a) };
+            for (j, block) in blocks.iter().enumerate() {
+                // SAFETY: elements j * N..(j + 1) * N of that line.
+                unsafe { _mm_storeu_si128(line.add(j * N).cast(), block[k]) };
             }
         }
     }
 }
 
 /// [`transpose_tile`] with two `N`×`N` blocks, rows `y0..y0 + N` and `y0 + N..y0 + 2N`, per
-/// 32-byte register.
+/// 32-byte register; both halves of `N` columns are transposed before either is stored, so
+/// that each destination line is written whole by two stores in a row.
 ///
 /// # Safety
 /// As for [`transpose_tile`], on a CPU with AVX2.
@@ -123,26 +130,29 @@ unsafe fn tile_avx2<T: Copy, const B: usize, const N: usize>(
 ) {
     // SAFETY: the caller's contract.
     unsafe { stage(src, src_i, buf) };
-    let order = bit_reversed::<N>();
+    let unpack = |width, a, b| match width {
+        1 => [_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b)],
+        2 => [_mm256_unpacklo_epi16(a, b), _mm256_unpackhi_epi16(a, b)],
+        4 => [_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b)],
+        _ => [_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b)],
+    };
     for x0 in (0..B).step_by(N) {
-        for y0 in (0..B).step_by(2 * N) {
-            // SAFETY: 2N in-bounds 16-byte reads of the tile buffer (x0 + N <= B,
-            // y0 + 2N <= B).
-            let rows: [__m256i; N] = std::array::from_fn(|k| unsafe {
-                let low = buf[y0 + k].as_ptr().add(x0);
-                let high = buf[y0 + N + k].as_ptr().add(x0);
+        let mut halves = [[_mm256_setzero_si256(); N]; 2];
+        for (j, half) in halves.iter_mut().enumerate() {
+            // SAFETY: 2N in-bounds 16-byte reads of the tile buffer (x0 + N <= B, 4N = B).
+            let rows = std::array::from_fn(|k| unsafe {
+                let low = buf[2 * j * N + k].as_ptr().add(x0);
+                let high = buf[(2 * j + 1) * N + k].as_ptr().add(x0);
                 _mm256_loadu2_m128i(high.cast(), low.cast())
             });
-            let columns = transpose(rows, |width, a, b| match width {
-                1 => [_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b)],
-                2 => [_mm256_unpacklo_epi16(a, b), _mm256_unpackhi_epi16(a, b)],
-                4 => [_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b)],
-                _ => [_mm256_unpacklo_epi64(a, b), _mm256_unpackhi_epi64(a, b)],
-            });
-            for (column, k) in columns.into_iter().zip(order) {
-                let x = (x0 + k) as isize;
-                // SAFETY: elements y0..y0 + 2N of destination line x (caller's contract).
-                unsafe { _mm256_storeu_si256(dst.offset(x * dst_a + y0 as isize).cast(), column) };
+            *half = transpose(rows, &unpack);
+        }
+        for (k, x) in bit_reversed::<N>().into_iter().enumerate() {
+            // SAFETY: destination line x0 + x of the tile (caller's contract).
+            let line = unsafe { dst.offset((x0 + x) as isize * dst_a) };
+            for (j, half) in halves.iter().enumerate() {
+                // SAFETY: elements 2 * j * N..2 * (j + 1) * N of that line.
+                unsafe { _mm256_storeu_si256(line.add(2 * j * N).cast(), half[k]) };
             }
         }
     }
