@@ -668,6 +668,95 @@ mod tests {
         assert_eq!(chunking(&batch, tiles(4)), one(0, 1));
     }
 
+    /// The instruction sets this machine runs: the baseline always, AVX2 where detected.
+    fn every_simd() -> Vec<Simd> {
+        let mut kinds = vec![Simd::detected()];
+        #[cfg(target_arch = "x86_64")]
+        if kinds[0] != Simd::Sse2 {
+            kinds.push(Simd::Sse2);
+        }
+        kinds
+    }
+
+    /// Copy `shape` from a source with strides `src` (in elements, any sign) into a C-order
+    /// destination on this thread with `simd`, and compare with an element-by-element copy.
+    fn check_copy(itemsize: usize, shape: &[i64], src: &[i64], simd: Simd) {
+        let size: i64 = shape.iter().product();
+        // Offsets relative to the first element span [low, high].
+        let (mut low, mut high) = (0i64, 0i64);
+        for (&n, &s) in shape.iter().zip(src) {
+            let far = (n - 1) * s;
+            (low, high) = (low + far.min(0), high + far.max(0));
+        }
+        let base = -low;
+        let span = (high - low + 1) as usize * itemsize;
+        let source: Vec<u8> = (0..span).map(|x| (x * 7 % 253) as u8).collect();
+        let dst_strides = crate::layout::c_strides(shape).unwrap();
+        let mut want = vec![0u8; size as usize * itemsize];
+        for k in 0..size {
+            let (mut rest, mut offset) = (k, base);
+            for (&n, &s) in shape.iter().zip(src).rev() {
+                offset += rest % n * s;
+                rest /= n;
+            }
+            let from = offset as usize * itemsize;
+            want[k as usize * itemsize..][..itemsize].copy_from_slice(&source[from..][..itemsize]);
+        }
+        let plan = super::super::plan::plan(shape, src, &dst_strides).unwrap();
+        let job = Job {
+            kernel: plan.kernel,
+            itemsize,
+            simd,
+        };
+        let mut got = vec![0u8; want.len()];
+        let origin = Ptrs {
+            src: source.as_ptr().wrapping_add(base as usize * itemsize),
+            dst: got.as_mut_ptr(),
+        };
+        // SAFETY: the plan reaches the elements of `shape`: with the shifts, source offsets in
+        // [low, high] around the first element (inside `source`) and the C-order destination
+        // (inside `got`); the vectors do not overlap.
+        unsafe {
+            let start = origin.advance(plan.src_shift, plan.dst_shift, itemsize);
+            exec(&plan.dims, job, start);
+        }
+        assert!(
+            got == want,
+            "{simd:?}, {itemsize}-byte elements, shape {shape:?}, strides {src:?}"
+        );
+    }
+
+    #[test]
+    fn transposes_with_every_instruction_set() {
+        for simd in every_simd() {
+            for itemsize in [1, 2, 3, 4, 8, 12, 16] {
+                // Sides around one tile (64 bytes of elements) and around a macro block
+                // (256 elements for 1-byte ones), with tails not a multiple of the tile or of
+                // a register's elements.
+                let tile = (64 / itemsize).max(4) as i64;
+                for (n, m) in [
+                    (tile, tile),
+                    (tile + 1, 2 * tile + 3),
+                    (3 * tile - 5, tile + 7),
+                    (9, 2 * tile + 1),
+                    (300, 257),
+                ] {
+                    // The transpose of a C-order (m, n) array.
+                    check_copy(itemsize, &[n, m], &[1, n], simd);
+                    // Its rows reversed, then its columns reversed.
+                    check_copy(itemsize, &[n, m], &[-1, n], simd);
+                    check_copy(itemsize, &[n, m], &[1, -n], simd);
+                    // Every other element: the tiled loops with non-unit strides.
+                    check_copy(itemsize, &[n, m], &[2, 2 * n + 1], simd);
+                }
+                // A batch of three transposes, and one inside a strided batch.
+                let (n, m) = (tile + 3, 2 * tile);
+                check_copy(itemsize, &[3, n, m], &[n * m, 1, n], simd);
+                check_copy(itemsize, &[3, n, m], &[-2 * n * m, 1, n], simd);
+            }
+        }
+    }
+
     #[test]
     fn small_copies_of_every_length() {
         let src: Vec<u8> = (0..64).map(|x| x as u8 + 1).collect();

@@ -7,16 +7,32 @@
 //! 16-byte element is its own 1×1 transpose. AVX2 unpacks work within each 16-byte half of a
 //! register, so one AVX2 register holds rows `y` and `y + N` of the same columns, and after the
 //! rounds holds `2N` consecutive elements of one destination line: each transpose is half the
-//! unpacks and half the stores of two SSE2 ones.
+//! unpacks and half the stores of two SSE2 ones. A tile line is one cache line (`4N`
+//! elements), and every destination line of a tile is written by consecutive stores (two AVX2
+//! or four SSE2 ones), so that it is fetched once even when the tile's lines all fall into one
+//! cache set (a 4096-byte pitch).
 //!
-//! Measured on the 2-CPU AMD EPYC test machine (`cargo bench -p dlbridge --bench copy`,
-//! `transpose_into_256kib`, an L2-resident 512² uint8 transpose): see [`Simd`].
+//! Measured on the 2-CPU AMD EPYC test machine, one thread (`RAYON_NUM_THREADS=1 cargo bench
+//! -p dlbridge --bench copy`, medians, with another process busy on the second CPU):
+//!
+//! - the kernel's own cost, `transpose_into_256kib` (L2-resident): uint8 27.7 µs before (SSE2,
+//!   the store order computed at run time), 8.2-8.7 µs with AVX2 and 13.0 µs with the SSE2
+//!   code here; uint16 10.2, 8.0-8.2 and 12.0 µs; float32 7.1, 6.4-6.7 and 6.7 µs; uint64 6.9,
+//!   6.9-7.1 and 7.7 µs;
+//! - `transpose_into_16mib` (out of cache): uint8 4.0 ms with each 32-byte block stored as
+//!   soon as it was transposed, 2.9-3.1 ms with whole destination lines in a row (the extra
+//!   registers spill: 7 µs against 9 µs in L2); uint16 1.4-1.6 ms either way.
+//!
+//! Tried and left out: prefetching the next tile's source lines (to L1 or L2, one to four tiles
+//! ahead: uint8 16 MiB unchanged at 3.9-4.0 ms), and loading the source lines straight into
+//! registers without the staging tile (float32 1024² 0.42 ms against 0.23 ms, uint8 4096²
+//! 2.4-3.7 ms against 2.3-2.5 ms, `dlbridge.copyto` from Python on one thread).
 
 use std::arch::x86_64::{
-    __m128i, __m256i, _mm256_loadu2_m128i, _mm256_setzero_si256, _mm256_storeu_si256,
-    _mm256_unpackhi_epi16, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpackhi_epi8,
-    _mm256_unpacklo_epi16, _mm256_unpacklo_epi32, _mm256_unpacklo_epi64, _mm256_unpacklo_epi8,
-    _mm_loadu_si128, _mm_setzero_si128, _mm_storeu_si128, _mm_unpackhi_epi16, _mm_unpackhi_epi32,
+    _mm256_loadu2_m128i, _mm256_setzero_si256, _mm256_storeu_si256, _mm256_unpackhi_epi16,
+    _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpackhi_epi8, _mm256_unpacklo_epi16,
+    _mm256_unpacklo_epi32, _mm256_unpacklo_epi64, _mm256_unpacklo_epi8, _mm_loadu_si128,
+    _mm_setzero_si128, _mm_storeu_si128, _mm_unpackhi_epi16, _mm_unpackhi_epi32,
     _mm_unpackhi_epi64, _mm_unpackhi_epi8, _mm_unpacklo_epi16, _mm_unpacklo_epi32,
     _mm_unpacklo_epi64, _mm_unpacklo_epi8,
 };
@@ -101,7 +117,7 @@ unsafe fn tile_sse2<T: Copy, const B: usize, const N: usize>(
             let rows = std::array::from_fn(|k| unsafe {
                 _mm_loadu_si128(buf[j * N + k].as_ptr().add(x0).cast())
             });
-            *block = transpose(rows, &unpack);
+            *block = transpose(rows, unpack);
         }
         for (k, x) in bit_reversed::<N>().into_iter().enumerate() {
             // SAFETY: destination line x0 + x of the tile (caller's contract).
@@ -145,7 +161,7 @@ unsafe fn tile_avx2<T: Copy, const B: usize, const N: usize>(
                 let high = buf[(2 * j + 1) * N + k].as_ptr().add(x0);
                 _mm256_loadu2_m128i(high.cast(), low.cast())
             });
-            *half = transpose(rows, &unpack);
+            *half = transpose(rows, unpack);
         }
         for (k, x) in bit_reversed::<N>().into_iter().enumerate() {
             // SAFETY: destination line x0 + x of the tile (caller's contract).
