@@ -24,9 +24,11 @@
 //!   registers spill: 7 µs against 9 µs in L2); uint16 1.4-1.6 ms either way.
 //!
 //! Tried and left out: prefetching the next tile's source lines (to L1 or L2, one to four tiles
-//! ahead: uint8 16 MiB unchanged at 3.9-4.0 ms), and loading the source lines straight into
+//! ahead: uint8 16 MiB unchanged at 3.9-4.0 ms); loading the source lines straight into
 //! registers without the staging tile (float32 1024² 0.42 ms against 0.23 ms, uint8 4096²
-//! 2.4-3.7 ms against 2.3-2.5 ms, `dlbridge.copyto` from Python on one thread).
+//! 2.4-3.7 ms against 2.3-2.5 ms, `dlbridge.copyto` from Python on one thread); AVX-512, one
+//! 64-byte register per destination line built from four 16-byte loads (L2-resident uint8
+//! 10.9-11.8 µs, float32 9.5-10.4 µs: slower than AVX2; 16 MiB within noise of it).
 
 use std::arch::x86_64::{
     _mm256_loadu2_m128i, _mm256_setzero_si256, _mm256_storeu_si256, _mm256_unpackhi_epi16,
