@@ -31,12 +31,12 @@
 //! 10.9-11.8 µs, float32 9.5-10.4 µs: slower than AVX2; 16 MiB within noise of it).
 
 use std::arch::x86_64::{
-    _mm256_loadu2_m128i, _mm256_setzero_si256, _mm256_storeu_si256, _mm256_unpackhi_epi16,
-    _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpackhi_epi8, _mm256_unpacklo_epi16,
-    _mm256_unpacklo_epi32, _mm256_unpacklo_epi64, _mm256_unpacklo_epi8, _mm_loadu_si128,
-    _mm_setzero_si128, _mm_storeu_si128, _mm_unpackhi_epi16, _mm_unpackhi_epi32,
-    _mm_unpackhi_epi64, _mm_unpackhi_epi8, _mm_unpacklo_epi16, _mm_unpacklo_epi32,
-    _mm_unpacklo_epi64, _mm_unpacklo_epi8,
+    _mm256_loadu2_m128i, _mm256_setzero_si256, _mm256_storeu_si256, _mm256_stream_si256,
+    _mm256_unpackhi_epi16, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpackhi_epi8,
+    _mm256_unpacklo_epi16, _mm256_unpacklo_epi32, _mm256_unpacklo_epi64, _mm256_unpacklo_epi8,
+    _mm_loadu_si128, _mm_setzero_si128, _mm_sfence, _mm_storeu_si128, _mm_stream_si128,
+    _mm_unpackhi_epi16, _mm_unpackhi_epi32, _mm_unpackhi_epi64, _mm_unpackhi_epi8,
+    _mm_unpacklo_epi16, _mm_unpacklo_epi32, _mm_unpacklo_epi64, _mm_unpacklo_epi8,
 };
 use std::mem::size_of;
 use std::ptr;
@@ -70,10 +70,13 @@ impl Simd {
 /// - For `x, y < B`: `src + y * src_i + x` is readable and `dst + x * dst_a + y` writable;
 /// - `T` is 1, 2, 4, 8 or 16 bytes with every bit pattern valid, `N * size_of::<T>() == 16`,
 ///   and `B == 4 * N` (a tile line is one cache line);
-/// - `simd` is [`Simd::Sse2`] or what [`Simd::detected`] returned.
+/// - `simd` is [`Simd::Sse2`] or what [`Simd::detected`] returned;
+/// - with `stream` (non-temporal stores; the caller fences them with [`store_fence`]), every
+///   destination line starts at a multiple of 32 bytes.
 #[inline(always)]
 pub(super) unsafe fn transpose_tile<T: Copy, const B: usize, const N: usize>(
     simd: Simd,
+    stream: bool,
     src: *const T,
     src_i: isize,
     dst: *mut T,
@@ -83,10 +86,10 @@ pub(super) unsafe fn transpose_tile<T: Copy, const B: usize, const N: usize>(
     debug_assert!(N * size_of::<T>() == 16 && B == 4 * N);
     match simd {
         // SAFETY: the caller's contract; SSE2 is part of the x86-64 baseline.
-        Simd::Sse2 => unsafe { tile_sse2::<T, B, N>(src, src_i, dst, dst_a, buf) },
+        Simd::Sse2 => unsafe { tile_sse2::<T, B, N>(stream, src, src_i, dst, dst_a, buf) },
         // SAFETY: the caller's contract; `Avx2` only comes from `Simd::detected` (the CPU has
         // AVX2).
-        Simd::Avx2 => unsafe { tile_avx2::<T, B, N>(src, src_i, dst, dst_a, buf) },
+        Simd::Avx2 => unsafe { tile_avx2::<T, B, N>(stream, src, src_i, dst, dst_a, buf) },
     }
 }
 
@@ -98,6 +101,7 @@ pub(super) unsafe fn transpose_tile<T: Copy, const B: usize, const N: usize>(
 /// As for [`transpose_tile`].
 #[target_feature(enable = "sse2")]
 unsafe fn tile_sse2<T: Copy, const B: usize, const N: usize>(
+    stream: bool,
     src: *const T,
     src_i: isize,
     dst: *mut T,
@@ -125,8 +129,15 @@ unsafe fn tile_sse2<T: Copy, const B: usize, const N: usize>(
             // SAFETY: destination line x0 + x of the tile (caller's contract).
             let line = unsafe { dst.offset((x0 + x) as isize * dst_a) };
             for (j, block) in blocks.iter().enumerate() {
-                // SAFETY: elements j * N..(j + 1) * N of that line.
-                unsafe { _mm_storeu_si128(line.add(j * N).cast(), block[k]) };
+                let to = line.wrapping_add(j * N).cast();
+                if stream {
+                    // SAFETY: elements j * N..(j + 1) * N of that line, 16-byte aligned (the
+                    // line is 32-byte aligned with `stream`).
+                    unsafe { _mm_stream_si128(to, block[k]) };
+                } else {
+                    // SAFETY: elements j * N..(j + 1) * N of that line.
+                    unsafe { _mm_storeu_si128(to, block[k]) };
+                }
             }
         }
     }
@@ -140,6 +151,7 @@ unsafe fn tile_sse2<T: Copy, const B: usize, const N: usize>(
 /// As for [`transpose_tile`], on a CPU with AVX2.
 #[target_feature(enable = "avx2")]
 unsafe fn tile_avx2<T: Copy, const B: usize, const N: usize>(
+    stream: bool,
     src: *const T,
     src_i: isize,
     dst: *mut T,
@@ -169,11 +181,24 @@ unsafe fn tile_avx2<T: Copy, const B: usize, const N: usize>(
             // SAFETY: destination line x0 + x of the tile (caller's contract).
             let line = unsafe { dst.offset((x0 + x) as isize * dst_a) };
             for (j, half) in halves.iter().enumerate() {
-                // SAFETY: elements 2 * j * N..2 * (j + 1) * N of that line.
-                unsafe { _mm256_storeu_si256(line.add(2 * j * N).cast(), half[k]) };
+                let to = line.wrapping_add(2 * j * N).cast();
+                if stream {
+                    // SAFETY: elements 2 * j * N..2 * (j + 1) * N of that line, 32-byte aligned
+                    // with `stream`.
+                    unsafe { _mm256_stream_si256(to, half[k]) };
+                } else {
+                    // SAFETY: elements 2 * j * N..2 * (j + 1) * N of that line.
+                    unsafe { _mm256_storeu_si256(to, half[k]) };
+                }
             }
         }
     }
+}
+
+/// Order this thread's earlier non-temporal stores before its later stores (an `sfence`).
+pub(super) fn store_fence() {
+    // SAFETY: SSE is part of the x86-64 baseline; a fence only orders stores.
+    unsafe { _mm_sfence() };
 }
 
 /// Read the `B` source lines of a tile into `buf`.
@@ -250,30 +275,40 @@ mod tests {
     /// A tile of `T` through `simd` against the definition of a transpose.
     fn check<T: Copy + PartialEq + std::fmt::Debug, const B: usize, const N: usize>(
         simd: Simd,
+        stream: bool,
         value: impl Fn(usize) -> T,
     ) {
-        // Source lines of B + 5 elements, destination lines of B + 3: pitches that are not
-        // the tile side.
-        let (src_pitch, dst_pitch) = (B + 5, B + 3);
+        // Source lines of B + 5 elements, destination lines of B + 3 (or, for non-temporal
+        // stores, of 96 bytes from a 32-byte boundary): pitches that are not the tile side.
+        let size = size_of::<T>();
+        let (src_pitch, dst_pitch) = (B + 5, if stream { B + 32 / size } else { B + 3 });
         let src: Vec<T> = (0..B * src_pitch).map(&value).collect();
-        let mut dst = vec![value(usize::MAX % 7); B * dst_pitch];
+        let mut dst = vec![value(usize::MAX % 7); B * dst_pitch + 32 / size];
+        let start = if stream {
+            dst.as_ptr().align_offset(32)
+        } else {
+            0
+        };
         let mut buf = [[value(0); B]; B];
         // SAFETY: line y of the source starts at y * src_pitch and line x of the destination at
-        // x * dst_pitch, each with B elements; `simd` is Sse2 or the detected kind.
+        // start + x * dst_pitch, each with B elements (32-byte aligned with `stream`); `simd`
+        // is Sse2 or the detected kind.
         unsafe {
             transpose_tile::<T, B, N>(
                 simd,
+                stream,
                 src.as_ptr(),
                 src_pitch as isize,
-                dst.as_mut_ptr(),
+                dst.as_mut_ptr().add(start),
                 dst_pitch as isize,
                 &mut buf,
             )
         };
+        store_fence();
         for x in 0..B {
             for y in 0..B {
-                let (got, want) = (dst[x * dst_pitch + y], src[y * src_pitch + x]);
-                assert_eq!(got, want, "{simd:?} ({x}, {y})");
+                let (got, want) = (dst[start + x * dst_pitch + y], src[y * src_pitch + x]);
+                assert_eq!(got, want, "{simd:?}, stream {stream} ({x}, {y})");
             }
         }
     }
@@ -285,11 +320,13 @@ mod tests {
             kinds.push(Simd::Avx2);
         }
         for simd in kinds {
-            check::<u8, 64, 16>(simd, |i| (i * 7 % 251) as u8);
-            check::<u16, 32, 8>(simd, |i| i as u16);
-            check::<u32, 16, 4>(simd, |i| i as u32);
-            check::<u64, 8, 2>(simd, |i| i as u64);
-            check::<u128, 4, 1>(simd, |i| (i as u128) << 64 | !(i as u128) >> 64);
+            for stream in [false, true] {
+                check::<u8, 64, 16>(simd, stream, |i| (i * 7 % 251) as u8);
+                check::<u16, 32, 8>(simd, stream, |i| i as u16);
+                check::<u32, 16, 4>(simd, stream, |i| i as u32);
+                check::<u64, 8, 2>(simd, stream, |i| i as u64);
+                check::<u128, 4, 1>(simd, stream, |i| (i as u128) << 64 | !(i as u128) >> 64);
+            }
         }
     }
 
