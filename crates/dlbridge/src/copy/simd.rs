@@ -31,12 +31,13 @@
 //! 10.9-11.8 µs, float32 9.5-10.4 µs: slower than AVX2; 16 MiB within noise of it).
 
 use std::arch::x86_64::{
-    _mm256_loadu2_m128i, _mm256_setzero_si256, _mm256_storeu_si256, _mm256_stream_si256,
-    _mm256_unpackhi_epi16, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64, _mm256_unpackhi_epi8,
-    _mm256_unpacklo_epi16, _mm256_unpacklo_epi32, _mm256_unpacklo_epi64, _mm256_unpacklo_epi8,
-    _mm_loadu_si128, _mm_setzero_si128, _mm_sfence, _mm_storeu_si128, _mm_stream_si128,
-    _mm_unpackhi_epi16, _mm_unpackhi_epi32, _mm_unpackhi_epi64, _mm_unpackhi_epi8,
-    _mm_unpacklo_epi16, _mm_unpacklo_epi32, _mm_unpacklo_epi64, _mm_unpacklo_epi8,
+    _mm256_castsi256_si128, _mm256_extracti128_si256, _mm256_loadu2_m128i, _mm256_setzero_si256,
+    _mm256_storeu_si256, _mm256_unpackhi_epi16, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64,
+    _mm256_unpackhi_epi8, _mm256_unpacklo_epi16, _mm256_unpacklo_epi32, _mm256_unpacklo_epi64,
+    _mm256_unpacklo_epi8, _mm_loadu_si128, _mm_setzero_si128, _mm_sfence, _mm_storeu_si128,
+    _mm_stream_si128, _mm_unpackhi_epi16, _mm_unpackhi_epi32, _mm_unpackhi_epi64,
+    _mm_unpackhi_epi8, _mm_unpacklo_epi16, _mm_unpacklo_epi32, _mm_unpacklo_epi64,
+    _mm_unpacklo_epi8,
 };
 use std::mem::size_of;
 use std::ptr;
@@ -72,7 +73,7 @@ impl Simd {
 ///   and `B == 4 * N` (a tile line is one cache line);
 /// - `simd` is [`Simd::Sse2`] or what [`Simd::detected`] returned;
 /// - with `stream` (non-temporal stores; the caller fences them with [`store_fence`]), every
-///   destination line starts at a multiple of 32 bytes.
+///   destination line starts at a multiple of 16 bytes.
 #[inline(always)]
 pub(super) unsafe fn transpose_tile<T: Copy, const B: usize, const N: usize>(
     simd: Simd,
@@ -131,8 +132,8 @@ unsafe fn tile_sse2<T: Copy, const B: usize, const N: usize>(
             for (j, block) in blocks.iter().enumerate() {
                 let to = line.wrapping_add(j * N).cast();
                 if stream {
-                    // SAFETY: elements j * N..(j + 1) * N of that line, 16-byte aligned (the
-                    // line is 32-byte aligned with `stream`).
+                    // SAFETY: elements j * N..(j + 1) * N of that line, 16-byte aligned with
+                    // `stream`.
                     unsafe { _mm_stream_si128(to, block[k]) };
                 } else {
                     // SAFETY: elements j * N..(j + 1) * N of that line.
@@ -181,14 +182,21 @@ unsafe fn tile_avx2<T: Copy, const B: usize, const N: usize>(
             // SAFETY: destination line x0 + x of the tile (caller's contract).
             let line = unsafe { dst.offset((x0 + x) as isize * dst_a) };
             for (j, half) in halves.iter().enumerate() {
-                let to = line.wrapping_add(2 * j * N).cast();
+                let to = line.wrapping_add(2 * j * N);
                 if stream {
-                    // SAFETY: elements 2 * j * N..2 * (j + 1) * N of that line, 32-byte aligned
+                    let (low, high) = (
+                        _mm256_castsi256_si128(half[k]),
+                        _mm256_extracti128_si256::<1>(half[k]),
+                    );
+                    // SAFETY: elements 2 * j * N..2 * (j + 1) * N of that line, 16-byte aligned
                     // with `stream`.
-                    unsafe { _mm256_stream_si256(to, half[k]) };
+                    unsafe {
+                        _mm_stream_si128(to.cast(), low);
+                        _mm_stream_si128(to.wrapping_add(N).cast(), high);
+                    };
                 } else {
                     // SAFETY: elements 2 * j * N..2 * (j + 1) * N of that line.
-                    unsafe { _mm256_storeu_si256(to, half[k]) };
+                    unsafe { _mm256_storeu_si256(to.cast(), half[k]) };
                 }
             }
         }
@@ -279,7 +287,8 @@ mod tests {
         value: impl Fn(usize) -> T,
     ) {
         // Source lines of B + 5 elements, destination lines of B + 3 (or, for non-temporal
-        // stores, of 96 bytes from a 32-byte boundary): pitches that are not the tile side.
+        // stores, of 96 bytes from a 32-byte boundary, so every other line is only 16-byte
+        // aligned): pitches that are not the tile side.
         let size = size_of::<T>();
         let (src_pitch, dst_pitch) = (B + 5, if stream { B + 32 / size } else { B + 3 });
         let src: Vec<T> = (0..B * src_pitch).map(&value).collect();
@@ -291,7 +300,7 @@ mod tests {
         };
         let mut buf = [[value(0); B]; B];
         // SAFETY: line y of the source starts at y * src_pitch and line x of the destination at
-        // start + x * dst_pitch, each with B elements (32-byte aligned with `stream`); `simd`
+        // start + x * dst_pitch, each with B elements (16-byte aligned with `stream`); `simd`
         // is Sse2 or the detected kind.
         unsafe {
             transpose_tile::<T, B, N>(
