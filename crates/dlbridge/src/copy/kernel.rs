@@ -76,7 +76,8 @@ const LINE: usize = 64;
 /// float64 12.2 against 9.4, bfloat16 3.9 against 2.8) and lose into a fresh one, whose pages
 /// the kernel has just zeroed through the caches (`copy()`: float32 9.0-9.6 against
 /// 11.5-11.8 ms, float64 16.1-16.4 against 18.8-19.4, bfloat16 5.7-5.9 against 6.1-6.2); on one
-/// thread, a cache-resident 2048² uint8 (4 MiB) took 0.24 ms against 0.32 ms. Into a NumPy
+/// thread, uint8 of 4 MiB (2048²) took 0.24 ms against 0.33-0.35 ms, of 8 MiB (2896²) 0.43
+/// against 0.65-0.81 ms, of 12 MiB (3500²) 1.16-1.27 against 0.98-1.38 ms. Into a NumPy
 /// array (16-byte aligned, not 32), 4096² uint8 on one thread: 2.8-3.1 ms against 2.1 ms.
 const STREAM_BYTES: usize = 16 << 20;
 
