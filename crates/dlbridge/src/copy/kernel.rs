@@ -328,7 +328,6 @@ trait Word: Copy + Default {
     /// `simd` is what [`Simd::detected`] returned or the baseline; with `stream`, every
     /// destination line starts at a multiple of 16 bytes.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     unsafe fn transpose_tile<const B: usize>(
         _simd: Simd,
         _stream: bool,
@@ -710,12 +709,12 @@ mod tests {
 
     /// The instruction sets this machine runs: the baseline always, AVX2 where detected.
     fn every_simd() -> Vec<Simd> {
-        let mut kinds = vec![Simd::detected()];
+        let detected = Simd::detected();
         #[cfg(target_arch = "x86_64")]
-        if kinds[0] != Simd::Sse2 {
-            kinds.push(Simd::Sse2);
+        if detected != Simd::Sse2 {
+            return vec![detected, Simd::Sse2];
         }
-        kinds
+        vec![detected]
     }
 
     /// Copy `shape` from a source with strides `src` (in elements, any sign) into a C-order
