@@ -10,7 +10,8 @@
 //! unpacks and half the stores of two SSE2 ones. A tile line is one cache line (`4N`
 //! elements), and every destination line of a tile is written by consecutive stores (two AVX2
 //! or four SSE2 ones), so that it is fetched once even when the tile's lines all fall into one
-//! cache set (a 4096-byte pitch).
+//! cache set (a 4096-byte pitch), or, for large copies, written with non-temporal stores that
+//! the write-combining buffers merge into whole lines (`STREAM_BYTES` in the kernel module).
 //!
 //! Measured on the 2-CPU AMD EPYC test machine, one thread (`RAYON_NUM_THREADS=1 cargo bench
 //! -p dlbridge --bench copy`, medians, with another process busy on the second CPU):
@@ -21,7 +22,12 @@
 //!   6.9-7.1 and 7.7 µs;
 //! - `transpose_into_16mib` (out of cache): uint8 4.0 ms with each 32-byte block stored as
 //!   soon as it was transposed, 2.9-3.1 ms with whole destination lines in a row (the extra
-//!   registers spill: 7 µs against 9 µs in L2); uint16 1.4-1.6 ms either way.
+//!   registers spill: 7 µs against 9 µs in L2); uint16 1.4-1.6 ms either way;
+//! - the SSE2 code alone (AVX2 detection switched off), `transpose_16mib`: uint8 2.4 ms against
+//!   4.1 ms before, float32 1.25-1.34 against 2.0 ms, uint64 1.1 ms both, but uint16 2.5
+//!   against 2.1-2.2 ms; storing each block as soon as it is transposed, or two blocks at a
+//!   time, ran uint16 at 2.0-2.5 and 2.9-3.1 ms but uint8 at 5.3 and 3.6 ms
+//!   (`transpose_into_16mib`, against 3.0 ms), so the fallback keeps whole lines too.
 //!
 //! Tried and left out: prefetching the next tile's source lines (to L1 or L2, one to four tiles
 //! ahead: uint8 16 MiB unchanged at 3.9-4.0 ms); loading the source lines straight into
