@@ -371,6 +371,30 @@ def test_copy_bad_order():
         t.copy(order="x")
 
 
+@pytest.mark.parametrize(
+    ("dtype", "shape"),
+    [
+        # 1-byte elements past 16 MiB: the stores that bypass the caches; 4112-byte lines of
+        # the result, aligned to 16 bytes but not all to 64.
+        ("uint8", (4112, 4099)),
+        ("uint16", (1030, 1027)),
+        ("float32", (700, 517)),
+        ("float64", (513, 700)),
+        ("complex128", (300, 257)),
+    ],
+)
+def test_copy_of_large_transposes(dtype, shape):
+    # Big enough for the threads, with edge tiles (sides not a multiple of the tile).
+    a = np.random.default_rng(0).integers(0, 255, size=shape).astype(dtype)
+    want = np.ascontiguousarray(a.T)
+    got = np.from_dlpack(dlbridge.from_dlpack(a.T).copy())
+    assert got.flags.c_contiguous
+    assert np.array_equal(got, want)
+    into = np.zeros_like(want)  # NumPy's own allocation and alignment
+    dlbridge.copyto(dlbridge.from_dlpack(into), dlbridge.from_dlpack(a.T))
+    assert np.array_equal(into, want)
+
+
 def test_tensor_keeps_source_alive(collect):
     import weakref
 

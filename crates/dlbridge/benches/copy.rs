@@ -36,6 +36,17 @@ fn transpose_16mib<T: dlbridge::Element + From<u8>>(bencher: divan::Bencher) {
     bencher.bench_local(|| t.copy(Order::C).expect("copy"));
 }
 
+/// Transposes of 16 MiB by element size into an existing C-order tensor (no allocation, no
+/// first-touch page faults).
+#[divan::bench(types = [u8, u16, f32, u64], sample_count = 20)]
+fn transpose_into_16mib<T: dlbridge::Element + From<u8>>(bencher: divan::Bencher) {
+    let side = ((16i64 << 20) / std::mem::size_of::<T>() as i64).isqrt();
+    let src = matrix::<T>(side, side).transposed();
+    let dst = matrix::<T>(side, side);
+    // SAFETY: nothing else uses `dst` while the benchmark runs.
+    bencher.bench_local(|| unsafe { dlbridge::copy::copy_into(&dst, &src) }.expect("copy"));
+}
+
 /// A small transpose (no threads): 64 × 64 float64.
 #[divan::bench]
 fn transpose_small_f64(bencher: divan::Bencher) {

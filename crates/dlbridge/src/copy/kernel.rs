@@ -19,6 +19,23 @@ use std::ptr;
 use std::sync::OnceLock;
 
 use super::plan::{Dim, Kernel, Plan};
+#[cfg(target_arch = "x86_64")]
+use super::simd::Simd;
+
+/// The instructions the tile kernel uses: outside x86-64, plain loads and stores.
+#[cfg(not(target_arch = "x86_64"))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Simd {
+    /// Element by element through the staging tile.
+    Scalar,
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+impl Simd {
+    fn detected() -> Self {
+        Simd::Scalar
+    }
+}
 
 /// Copies (other than one contiguous run) of at least this many bytes are shared with the
 /// rayon pool.
@@ -68,13 +85,33 @@ pub(super) const STREAMING_THRESHOLD: usize = 32 << 20;
 /// Bytes of one tile side: a cache line.
 const LINE: usize = 64;
 
+/// A transpose writing at least this many bytes stores its full tiles with non-temporal stores
+/// (where the destination lines are 16-byte aligned), for 1-byte elements always and for wider
+/// ones into existing memory only: its destination lines then go to memory whole instead of
+/// being read into the caches first.
+///
+/// Measured on the 2-CPU test machine (L3 32 MiB; medians of 31 from Python, two threads,
+/// interleaved runs, load average 1.6-2.8), ordinary against non-temporal stores: 4096² uint8
+/// (16 MiB) 2.3 against 1.7 ms, both into an existing array and into a fresh one. Wider
+/// elements gain only into an existing array (`dlbridge.copyto`: float32 6.4 against 5.5 ms,
+/// float64 12.2 against 9.4, bfloat16 3.9 against 2.8) and lose into a fresh one, whose pages
+/// the kernel has just zeroed through the caches (`copy()`: float32 9.0-9.6 against
+/// 11.5-11.8 ms, float64 16.1-16.4 against 18.8-19.4, bfloat16 5.7-5.9 against 6.1-6.2); on one
+/// thread, uint8 of 4 MiB (2048²) took 0.24 ms against 0.33-0.35 ms, of 8 MiB (2896²) 0.43
+/// against 0.65-0.81 ms, of 12 MiB (3500²) 1.16-1.27 against 0.98-1.38 ms. Into a NumPy
+/// array (16-byte aligned, not 32), 4096² uint8 on one thread: 2.8-3.1 ms against 2.1 ms.
+const STREAM_BYTES: usize = 16 << 20;
+
 /// What every piece of one copy shares.
 #[derive(Clone, Copy)]
 struct Job {
     kernel: Kernel,
     itemsize: usize,
-    /// Contiguous rows are written with non-temporal stores.
-    streaming: bool,
+    /// The instructions the tile kernel uses.
+    simd: Simd,
+    /// Whether the copy bypasses the caches on its way to the destination: contiguous rows
+    /// ([`STREAMING_THRESHOLD`]), or full tiles to aligned destination lines ([`STREAM_BYTES`]).
+    stream: bool,
 }
 
 /// Source and destination of a (sub-)copy.
@@ -152,7 +189,13 @@ pub(crate) unsafe fn run(
     let job = Job {
         kernel: plan.kernel,
         itemsize,
-        streaming: !fresh && is_contiguous(&plan.dims, plan.kernel) && bytes >= STREAMING_THRESHOLD,
+        simd: Simd::detected(),
+        stream: match plan.kernel {
+            Kernel::Rows => {
+                !fresh && is_contiguous(&plan.dims, plan.kernel) && bytes >= STREAMING_THRESHOLD
+            }
+            Kernel::Tiles => bytes >= STREAM_BYTES && (itemsize == 1 || !fresh),
+        },
     };
     let cuts = chunking(&plan.dims, job).filter(|_| parallel && pool_usable());
     let Some(cuts) = cuts else {
@@ -326,13 +369,31 @@ fn for_each_outer(outer: &[Dim], mut f: impl FnMut(isize, isize)) {
 
 /// Element types the kernels move as one unit (every bit pattern valid, no padding).
 trait Word: Copy + Default {
-    /// Write the transpose of the tile `buf`: destination line `x` (at `dst + x * dst_a`)
-    /// receives column `x` of `buf`.
+    /// Transpose one full `B`×`B` tile: source line `y` (`B` contiguous elements at
+    /// `src + y * src_i`) becomes column `y` of the destination lines (`B` contiguous elements
+    /// at `dst + x * dst_a`), staged through `buf`.
+    ///
+    /// With `stream`, the destination lines may be written with non-temporal stores.
     ///
     /// # Safety
-    /// For `x, y < B`: `dst + x * dst_a + y` is writable.
+    /// For `x, y < B`: `src + y * src_i + x` is readable and `dst + x * dst_a + y` writable;
+    /// `simd` is what [`Simd::detected`] returned or the baseline; with `stream`, every
+    /// destination line starts at a multiple of 16 bytes.
     #[inline(always)]
-    unsafe fn write_transposed<const B: usize>(buf: &[[Self; B]; B], dst: *mut Self, dst_a: isize) {
+    unsafe fn transpose_tile<const B: usize>(
+        _simd: Simd,
+        _stream: bool,
+        src: *const Self,
+        src_i: isize,
+        dst: *mut Self,
+        dst_a: isize,
+        buf: &mut [[Self; B]; B],
+    ) {
+        for (y, line) in buf.iter_mut().enumerate() {
+            // SAFETY: B contiguous source elements of line y of the tile.
+            *line =
+                unsafe { ptr::read_unaligned(src.offset(y as isize * src_i).cast::<[Self; B]>()) };
+        }
         #[allow(clippy::needless_range_loop)] // `x` indexes the inner arrays, not `buf`
         for x in 0..B {
             let out: [Self; B] = std::array::from_fn(|y| buf[y][x]);
@@ -343,20 +404,28 @@ trait Word: Copy + Default {
         }
     }
 }
-/// Words moved through 16-byte registers: `$lanes` elements per register.
+/// Words moved through vector registers: `$lanes` elements per 16 bytes.
 #[cfg(target_arch = "x86_64")]
 macro_rules! simd_word {
     ($($t:ty => $lanes:literal),*) => {$(
         impl Word for $t {
             #[inline(always)]
-            unsafe fn write_transposed<const B: usize>(
-                buf: &[[$t; B]; B],
+            unsafe fn transpose_tile<const B: usize>(
+                simd: Simd,
+                stream: bool,
+                src: *const $t,
+                src_i: isize,
                 dst: *mut $t,
                 dst_a: isize,
+                buf: &mut [[$t; B]; B],
             ) {
-                // SAFETY: forwarded contract; the tile side `B` (one cache line of elements)
-                // is a multiple of the lanes per register.
-                unsafe { super::simd::write_transposed::<$t, B, $lanes>(buf, dst, dst_a) }
+                // SAFETY: forwarded contract; the tile side `B` (64 bytes of elements) is four
+                // 16-byte lanes of elements.
+                unsafe {
+                    super::simd::transpose_tile::<$t, B, $lanes>(
+                        simd, stream, src, src_i, dst, dst_a, buf,
+                    )
+                }
             }
         }
     )*};
@@ -384,7 +453,7 @@ unsafe fn rows(outer: Dim, dim: Dim, job: Job, p: Ptrs) {
     let itemsize = job.itemsize;
     if dim.src == 1 && dim.dst == 1 {
         let bytes = dim.n * itemsize;
-        if job.streaming {
+        if job.stream {
             // SAFETY: a contiguous row of `bytes` on both sides (caller's contract).
             each_row(outer, itemsize, p, |q| unsafe {
                 super::stream::copy_nontemporal(q.src, q.dst, bytes)
@@ -511,13 +580,19 @@ unsafe fn tiles(a: Dim, i: Dim, job: Job, p: Ptrs) {
     // SAFETY: (every arm) caller's contract; the tile side is one cache line of elements.
     unsafe {
         match job.itemsize {
-            1 => tiled::<u8, { LINE }>(a, i, p),
-            2 => tiled::<u16, { LINE / 2 }>(a, i, p),
-            4 => tiled::<u32, { LINE / 4 }>(a, i, p),
-            8 => tiled::<u64, { LINE / 8 }>(a, i, p),
-            16 => tiled::<u128, { LINE / 16 }>(a, i, p),
+            1 => tiled::<u8, { LINE }>(job, a, i, p),
+            2 => tiled::<u16, { LINE / 2 }>(job, a, i, p),
+            4 => tiled::<u32, { LINE / 4 }>(job, a, i, p),
+            8 => tiled::<u64, { LINE / 8 }>(job, a, i, p),
+            16 => tiled::<u128, { LINE / 16 }>(job, a, i, p),
             _ => tiled_bytes(a, i, job.itemsize, p),
         }
+    }
+    // Non-temporal stores are weakly ordered: fence them before this thread's part of the
+    // copy counts as done.
+    #[cfg(target_arch = "x86_64")]
+    if job.stream {
+        super::simd::store_fence();
     }
 }
 
@@ -526,7 +601,7 @@ unsafe fn tiles(a: Dim, i: Dim, job: Job, p: Ptrs) {
 ///
 /// # Safety
 /// As for [`tiles`], with `size_of::<T>()`-byte elements.
-unsafe fn tiled<T: Word, const B: usize>(a: Dim, i: Dim, p: Ptrs) {
+unsafe fn tiled<T: Word, const B: usize>(job: Job, a: Dim, i: Dim, p: Ptrs) {
     let m = (MACRO_BYTES / size_of::<T>()).clamp(B, MACRO_MAX);
     let mut a0 = 0;
     while a0 < a.n {
@@ -545,7 +620,7 @@ unsafe fn tiled<T: Word, const B: usize>(a: Dim, i: Dim, p: Ptrs) {
             };
             let (sa, si) = (Dim { n: na, ..a }, Dim { n: ni, ..i });
             // SAFETY: the (na, ni) block from its origin lies inside the slab.
-            unsafe { macro_block::<T, B>(sa, si, q) };
+            unsafe { macro_block::<T, B>(job, sa, si, q) };
             i0 += m;
         }
         a0 += m;
@@ -561,8 +636,9 @@ const MACRO_MAX: usize = 256;
 ///
 /// # Safety
 /// As for [`tiles`], with `size_of::<T>()`-byte elements.
-unsafe fn macro_block<T: Word, const B: usize>(a: Dim, i: Dim, p: Ptrs) {
+unsafe fn macro_block<T: Word, const B: usize>(job: Job, a: Dim, i: Dim, p: Ptrs) {
     let unit = a.src == 1 && i.dst == 1;
+    let stream_pitch = job.stream && (a.dst * size_of::<T>() as isize) % 16 == 0;
     let (src, dst) = (p.src.cast::<T>(), p.dst.cast::<T>());
     let mut buf = [[T::default(); B]; B];
     let mut i0 = 0;
@@ -580,9 +656,11 @@ unsafe fn macro_block<T: Word, const B: usize>(a: Dim, i: Dim, p: Ptrs) {
                 )
             };
             if na == B && ni == B && unit {
+                let stream = stream_pitch && d as usize % 16 == 0;
                 // SAFETY: a full tile inside the block with unit source stride along `a` and
-                // unit destination stride along `i`.
-                unsafe { tile_unit::<T, B>(s, d, i.src, a.dst, &mut buf) };
+                // unit destination stride along `i`; `simd` comes from the job; with `stream`,
+                // every destination line starts 16-byte aligned.
+                unsafe { T::transpose_tile::<B>(job.simd, stream, s, i.src, d, a.dst, &mut buf) };
             } else {
                 // SAFETY: the (na, ni) block from the tile origin lies inside the block.
                 unsafe { block::<T>(s, d, na, ni, a, i) };
@@ -591,27 +669,6 @@ unsafe fn macro_block<T: Word, const B: usize>(a: Dim, i: Dim, p: Ptrs) {
         }
         i0 += B;
     }
-}
-
-/// One full tile: read `B` source lines (contiguous along `a`) into `buf`, then write `B`
-/// destination lines (contiguous along `i`) from its columns.
-///
-/// # Safety
-/// For `x, y < B`: `src + x + y * src_i` is readable and `dst + x * dst_a + y` writable.
-#[inline(always)]
-unsafe fn tile_unit<T: Word, const B: usize>(
-    src: *const T,
-    dst: *mut T,
-    src_i: isize,
-    dst_a: isize,
-    buf: &mut [[T; B]; B],
-) {
-    for (y, line) in buf.iter_mut().enumerate() {
-        // SAFETY: B contiguous source elements of line y of the tile.
-        *line = unsafe { ptr::read_unaligned(src.offset(y as isize * src_i).cast::<[T; B]>()) };
-    }
-    // SAFETY: B contiguous destination elements of each line x of the tile.
-    unsafe { T::write_transposed(buf, dst, dst_a) };
 }
 
 /// An edge block (or any strides), element by element.
@@ -665,7 +722,8 @@ mod tests {
         let rows = |itemsize| Job {
             kernel: Kernel::Rows,
             itemsize,
-            streaming: false,
+            simd: Simd::detected(),
+            stream: false,
         };
         let one = |k, piece| Some(vec![Cut { k, piece }]);
         // One contiguous run: chunked from CONTIGUOUS_THRESHOLD bytes, in CHUNK_BYTES.
@@ -687,7 +745,8 @@ mod tests {
         let tiles = |itemsize| Job {
             kernel: Kernel::Tiles,
             itemsize,
-            streaming: false,
+            simd: Simd::detected(),
+            stream: false,
         };
         let t = [dim(4096, 1, 4096), dim(4096, 4096, 1)];
         assert_eq!(
@@ -703,6 +762,128 @@ mod tests {
         assert_eq!(chunking(&wide, tiles(4)), one(1, 320));
         let batch = [dim(8, 1 << 18, 1 << 18), dim(512, 1, 512), dim(512, 512, 1)];
         assert_eq!(chunking(&batch, tiles(4)), one(0, 1));
+    }
+
+    /// The instruction sets this machine runs: the baseline always, AVX2 where detected.
+    fn every_simd() -> Vec<Simd> {
+        let detected = Simd::detected();
+        #[cfg(target_arch = "x86_64")]
+        if detected != Simd::Sse2 {
+            return vec![detected, Simd::Sse2];
+        }
+        vec![detected]
+    }
+
+    /// Copy `shape` from a source with strides `src` (in elements, any sign) into a C-order
+    /// destination on this thread with `simd`, and compare with an element-by-element copy.
+    fn check_copy(itemsize: usize, shape: &[i64], src: &[i64], simd: Simd, stream: bool) {
+        let size: i64 = shape.iter().product();
+        // Offsets relative to the first element span [low, high].
+        let (mut low, mut high) = (0i64, 0i64);
+        for (&n, &s) in shape.iter().zip(src) {
+            let far = (n - 1) * s;
+            (low, high) = (low + far.min(0), high + far.max(0));
+        }
+        let base = -low;
+        let span = (high - low + 1) as usize * itemsize;
+        let source: Vec<u8> = (0..span).map(|x| (x * 7 % 253) as u8).collect();
+        let dst_strides = crate::layout::c_strides(shape).unwrap();
+        let mut want = vec![0u8; size as usize * itemsize];
+        for k in 0..size {
+            let (mut rest, mut offset) = (k, base);
+            for (&n, &s) in shape.iter().zip(src).rev() {
+                offset += rest % n * s;
+                rest /= n;
+            }
+            let from = offset as usize * itemsize;
+            want[k as usize * itemsize..][..itemsize].copy_from_slice(&source[from..][..itemsize]);
+        }
+        let plan = super::super::plan::plan(shape, src, &dst_strides).unwrap();
+        let job = Job {
+            kernel: plan.kernel,
+            itemsize,
+            simd,
+            stream,
+        };
+        // The destination from a 64-byte boundary, so that non-temporal stores apply wherever
+        // the line pitch allows.
+        let mut buffer = vec![0u8; want.len() + 64];
+        let at = buffer.as_ptr().align_offset(64);
+        let origin = Ptrs {
+            src: source.as_ptr().wrapping_add(base as usize * itemsize),
+            dst: buffer[at..].as_mut_ptr(),
+        };
+        // SAFETY: the plan reaches the elements of `shape`: with the shifts, source offsets in
+        // [low, high] around the first element (inside `source`) and the C-order destination
+        // (inside `buffer` from `at`); the vectors do not overlap.
+        unsafe {
+            let start = origin.advance(plan.src_shift, plan.dst_shift, itemsize);
+            exec(&plan.dims, job, start);
+        }
+        let got = &buffer[at..][..want.len()];
+        assert!(
+            got == want,
+            "{simd:?}, stream {stream}, {itemsize}-byte elements, shape {shape:?}, strides {src:?}"
+        );
+    }
+
+    #[test]
+    fn transposes_with_every_instruction_set() {
+        for (simd, stream) in every_simd()
+            .into_iter()
+            .flat_map(|s| [(s, false), (s, true)])
+        {
+            for itemsize in [1, 2, 3, 4, 8, 12, 16] {
+                // Sides around one tile (64 bytes of elements) and around a macro block
+                // (256 elements for 1-byte ones), with tails not a multiple of the tile or of
+                // a register's elements.
+                let tile = (64 / itemsize).max(4) as i64;
+                for (n, m) in [
+                    (tile, tile),
+                    (tile + 1, 2 * tile + 3),
+                    (3 * tile - 5, tile + 7),
+                    (9, 2 * tile + 1),
+                    (300, 257),
+                ] {
+                    // The transpose of a C-order (m, n) array.
+                    check_copy(itemsize, &[n, m], &[1, n], simd, stream);
+                    // Its rows reversed, then its columns reversed.
+                    check_copy(itemsize, &[n, m], &[-1, n], simd, stream);
+                    check_copy(itemsize, &[n, m], &[1, -n], simd, stream);
+                    // Every other element: the tiled loops with non-unit strides.
+                    check_copy(itemsize, &[n, m], &[2, 2 * n + 1], simd, stream);
+                }
+                // A batch of three transposes, and one inside a strided batch.
+                let (n, m) = (tile + 3, 2 * tile);
+                check_copy(itemsize, &[3, n, m], &[n * m, 1, n], simd, stream);
+                check_copy(itemsize, &[3, n, m], &[-2 * n * m, 1, n], simd, stream);
+            }
+        }
+    }
+
+    #[test]
+    fn large_byte_transposes_stream_past_the_caches() {
+        // The transpose of a C-order (rows, cols) uint8 array: past STREAM_BYTES, in parallel
+        // pieces, with a pitch that is not a multiple of 16 bytes in one case.
+        for (rows, cols) in [(4096usize, 4160usize), (4099, 4103)] {
+            assert!(rows * cols >= STREAM_BYTES);
+            let source: Vec<u8> = (0..rows * cols).map(|x| (x * 7 % 251) as u8).collect();
+            let (r, c) = (rows as i64, cols as i64);
+            let plan = super::super::plan::plan(&[c, r], &[1, c], &[r, 1]).unwrap();
+            assert_eq!(plan.kernel, Kernel::Tiles);
+            // The destination from a 64-byte boundary (non-temporal stores need 16).
+            let mut buffer = vec![0u8; rows * cols + 64];
+            let at = buffer.as_ptr().align_offset(64);
+            let got = &mut buffer[at..][..rows * cols];
+            let destination = Destination::Existing { disjoint: true };
+            // SAFETY: the plan reaches the (cols, rows) elements of `source` and `got`, which
+            // do not overlap and whose elements are single bytes.
+            unsafe { run(&plan, 1, source.as_ptr(), got.as_mut_ptr(), destination) };
+            for (k, chunk) in got.chunks(rows).enumerate() {
+                let want = (0..rows).map(|y| source[y * cols + k]);
+                assert!(chunk.iter().copied().eq(want), "({rows}, {cols}) line {k}");
+            }
+        }
     }
 
     #[test]
