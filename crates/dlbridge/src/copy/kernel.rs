@@ -148,10 +148,11 @@ impl Ptrs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Destination {
     /// A buffer allocated for this copy, dense: no two elements share a byte, and its pages
-    /// are first touched by the copy. Written with ordinary stores: the kernel has just
-    /// zeroed each page it faults in, so the lines are in the cache, and streaming stores past
-    /// them were slower (64 MiB float32 from Python, medians: 10.7 ms streaming against 6.3
-    /// ms ordinary, with `np.copy` at 5.5 to 8.5 ms in the same runs).
+    /// are first touched by the copy. Contiguous rows go in with ordinary stores: the kernel
+    /// has just zeroed each page it faults in, through the caches, and streaming stores past
+    /// those lines did not pay (64 MiB to 1 GiB float32 from Python, medians within a few
+    /// per cent of each other either way, on an idle machine) where they lost for transposes
+    /// of wider elements (see [`STREAM_BYTES`]).
     Fresh,
     /// Memory that exists already; `disjoint` when no two elements share a byte, which is
     /// what lets the copy be shared between threads.
