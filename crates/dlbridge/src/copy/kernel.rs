@@ -151,7 +151,7 @@ pub(crate) enum Destination {
     /// are first touched by the copy. Contiguous rows go in with ordinary stores: the kernel
     /// has just zeroed each page it faults in, through the caches, and streaming stores past
     /// those lines did not pay (64 MiB to 1 GiB float32 from Python, medians within a few
-    /// per cent of each other either way, on an idle machine) where they lost for transposes
+    /// per cent of each other either way, on an idle machine), and they lost for transposes
     /// of wider elements (see [`STREAM_BYTES`]).
     Fresh,
     /// Memory that exists already; `disjoint` when no two elements share a byte, which is
