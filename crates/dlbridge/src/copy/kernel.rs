@@ -65,11 +65,11 @@ const CHUNK_BYTES: usize = 256 << 10;
 /// A contiguous copy into existing memory of at least this many bytes writes with
 /// non-temporal stores (the `stream` module) instead of `memcpy`.
 ///
-/// One thread's ordinary stores already saturate the memory bus here once a copy outgrows the
-/// caches: each written line is first read (3 bytes of traffic per byte copied), and a second
-/// thread of ordinary stores buys little. Streaming stores skip that read (2 bytes per byte),
-/// so 1.5x is the most any copy can gain over one `memcpy` then. Measured on the same machine
-/// (idle, a C loop, medians of 21 copies into an existing buffer):
+/// Once a copy outgrows the caches, each line an ordinary store writes is first read (3 bytes
+/// of traffic per byte copied); streaming stores skip that read (2 bytes per byte). Measured
+/// on the same machine (a C loop, medians of 21 copies into an existing buffer, in a run where
+/// a second thread of `memcpy` added little: the virtual machine's host sometimes lets two
+/// threads nearly double a large copy, and then both ways gain alike):
 ///
 /// | size | one `memcpy` | `memcpy` per 1 MiB chunk, 2 threads | streaming, 1 thread | streaming, 2 threads |
 /// |---|---:|---:|---:|---:|
