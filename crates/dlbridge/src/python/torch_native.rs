@@ -79,10 +79,11 @@ impl Readers {
         let is_neg = symbol(libtorch, c"_ZN2at6native6is_negERKNS_6TensorE")?;
         let is_conj = symbol(libtorch, c"_ZN2at6native7is_conjERKNS_6TensorE")?;
         let requires_grad = symbol(libc10, c"_ZNK3c1010TensorImpl13requires_gradEv")?;
+        // Whether the layout these functions read is right is checked on probes before any
+        // use (`pass_probes`).
         // SAFETY: the symbols are these functions (their mangled names say so), whose C++
-        // signatures are the types' (a reference and `this` are a pointer argument, a bool is
-        // returned as a C bool). Whether the layout they read is right is checked on probes
-        // before any use (`pass_probes`).
+        // signatures are the types' (a reference and `this` are a pointer argument, a bool a C
+        // bool).
         unsafe {
             Some(Readers {
                 base: base.unbind(),
