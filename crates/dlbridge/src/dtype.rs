@@ -343,13 +343,13 @@ impl DType {
             Some(b'>') | Some(b'!') if cfg!(target_endian = "little") => {
                 return Err(Error::NonNativeByteOrder {
                     what: format!("buffer format {format:?}"),
-                })
+                });
             }
             Some(b'>') | Some(b'!') => (false, &format[1..]),
             Some(b'<') => {
                 return Err(Error::NonNativeByteOrder {
                     what: format!("buffer format {format:?}"),
-                })
+                });
             }
             _ => (true, format),
         };

@@ -65,7 +65,9 @@ pub enum Error {
         reason: String,
     },
     /// Arrow data with nulls, which DLPack has no way to mark.
-    #[error("the Arrow array (format {format:?}) has {count} {what}, which DLPack cannot represent (it has no validity bitmap)")]
+    #[error(
+        "the Arrow array (format {format:?}) has {count} {what}, which DLPack cannot represent (it has no validity bitmap)"
+    )]
     Nulls {
         /// The Arrow format string of the array (or of the tensor cells' values).
         format: String,
@@ -126,7 +128,9 @@ pub enum Error {
     OutOfMemory(usize),
     /// The CUDA driver cannot be used here: not installed, no device, too old, or dlbridge was
     /// built without the `cuda` feature.
-    #[error("CUDA is not available: {reason}; data cannot be moved to, from or between CUDA devices here")]
+    #[error(
+        "CUDA is not available: {reason}; data cannot be moved to, from or between CUDA devices here"
+    )]
     CudaUnavailable {
         /// Why (library not found, missing symbol, `cuInit` error...).
         reason: String,
@@ -170,8 +174,8 @@ impl FromStr for Device {
     fn from_str(s: &str) -> Result<Self, Error> {
         let invalid = || {
             Error::InvalidArgument(format!(
-            "cannot parse device {s:?}: expected a name such as \"cpu\", \"cuda\" or \"cuda:1\""
-        ))
+                "cannot parse device {s:?}: expected a name such as \"cpu\", \"cuda\" or \"cuda:1\""
+            ))
         };
         let text = s.trim().to_ascii_lowercase();
         let (name, id) = match text.split_once(':') {

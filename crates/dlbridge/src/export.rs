@@ -10,8 +10,8 @@ use crate::copy::Order;
 use crate::device::DeviceType;
 use crate::error::{Error, Result};
 use crate::ffi::dlpack::{
-    DLManagedTensor, DLManagedTensorVersioned, DLPackVersion, DLTensor, DLPACK_MAJOR_VERSION,
-    DLPACK_MINOR_VERSION, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
+    DLManagedTensor, DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION,
+    DLPackVersion, DLTensor, FLAG_IS_COPIED, FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
 };
 use crate::managed::ManagedTensor;
 use crate::tensor::{Owner, Tensor};
@@ -265,8 +265,8 @@ impl DLTensor {
 mod tests {
     use super::*;
     use crate::dtype::DType;
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
     fn round_trip_versioned_and_legacy() {

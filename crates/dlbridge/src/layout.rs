@@ -374,7 +374,7 @@ impl Layout {
             .shape()
             .iter()
             .zip(self.strides())
-            .filter(|(&n, _)| n > 1)
+            .filter(|&(&n, _)| n > 1)
             .map(|(&n, &s)| (s.unsigned_abs(), n as u64))
             .collect();
         dims.sort_unstable();

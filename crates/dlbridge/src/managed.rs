@@ -9,10 +9,10 @@ use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ffi::dlpack::{
-    DLManagedTensor, DLManagedTensorVersioned, DLTensor, DLPACK_MAJOR_VERSION, FLAG_IS_COPIED,
+    DLManagedTensor, DLManagedTensorVersioned, DLPACK_MAJOR_VERSION, DLTensor, FLAG_IS_COPIED,
     FLAG_IS_SUBBYTE_TYPE_PADDED, FLAG_READ_ONLY,
 };
-use crate::layout::{check_address_range, Layout, MAX_NDIM};
+use crate::layout::{Layout, MAX_NDIM, check_address_range};
 use crate::tensor::{Described, Tensor};
 
 /// An owned managed tensor (legacy or versioned). Dropping it calls the producer's deleter

@@ -642,9 +642,10 @@ mod tests {
         );
         assert_eq!(bf.data_ptr(), t.data_ptr());
         assert!(t.view_as(DType::FLOAT32).is_err());
-        assert!(t
-            .view_as(DType::from_name("float4_e2m1fn").unwrap())
-            .is_err());
+        assert!(
+            t.view_as(DType::from_name("float4_e2m1fn").unwrap())
+                .is_err()
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{make, Counter, Data, Spec};
+use common::{Counter, Data, Spec, make};
 use dlbridge::arrow::FixedShape;
 use dlbridge::{DType, Device, Error, ErrorKind, Tensor};
 

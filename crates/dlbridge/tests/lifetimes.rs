@@ -9,9 +9,9 @@ mod common;
 use std::sync::{Arc, Barrier};
 
 use common::arrow::{self as ca, Array, Field, Releases, StreamPlan};
-use common::{make, make_raw, Counter, Data, Spec};
-use dlbridge::arrow::{concatenate, tensor_from_arrow};
+use common::{Counter, Data, Spec, make, make_raw};
 use dlbridge::arrow::{ArrowData, OwnedArray, OwnedSchema, OwnedStream};
+use dlbridge::arrow::{concatenate, tensor_from_arrow};
 use dlbridge::{ErrorKind, Flavor, Order, Tensor};
 
 // ------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 //! Building the Arrow C structs dlbridge produces: schemas and arrays with their own `release`
 //! callbacks and private data.
 
-use std::ffi::{c_void, CString};
+use std::ffi::{CString, c_void};
 use std::ptr;
 
 use crate::device::{Device, DeviceType};

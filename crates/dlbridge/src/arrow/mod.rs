@@ -34,18 +34,18 @@ mod view;
 
 pub use build::{ArraySpec, SchemaSpec};
 pub use export::{
-    export, export_named, export_schema, export_schema_named, ArrowExport, ExportOptions,
+    ArrowExport, ExportOptions, export, export_named, export_schema, export_schema_named,
 };
 pub use import::{
-    all_valid, concatenate, concatenate_imported, import_arrow, tensor_from_arrow, FillValue,
-    Imported, Nulls,
+    FillValue, Imported, Nulls, all_valid, concatenate, concatenate_imported, import_arrow,
+    tensor_from_arrow,
 };
 pub use owned::{
     ArrowData, ArrowStruct, Owned, OwnedArray, OwnedDeviceStream, OwnedSchema, OwnedStream,
 };
 pub use stream::{export_device_stream, export_stream};
 pub use view::SchemaView;
-pub(crate) use view::{host_tensor, Node};
+pub(crate) use view::{Node, host_tensor};
 
 use serde_json::Value;
 
@@ -193,9 +193,13 @@ fn leaf(dtype: DType, packed_bool: bool) -> TensorType {
 fn format_hint(format: &str) -> String {
     let what = match format.as_bytes().first() {
         Some(b'u' | b'U' | b'z' | b'Z' | b'v') => "strings and binary data are not fixed-width",
-        Some(b't') => "temporal types have no DLPack dtype; cast to their integer storage first (e.g. arr.cast(pyarrow.int64()))",
+        Some(b't') => {
+            "temporal types have no DLPack dtype; cast to their integer storage first (e.g. arr.cast(pyarrow.int64()))"
+        }
         Some(b'd') => "decimals have no DLPack dtype; cast to float64 first",
-        Some(b'+') => "only fixed-size lists (and the fixed_shape_tensor extension) of numbers map to tensors",
+        Some(b'+') => {
+            "only fixed-size lists (and the fixed_shape_tensor extension) of numbers map to tensors"
+        }
         Some(b'n') => "a null-type array has no values",
         _ => "no DLPack equivalent",
     };
@@ -663,10 +667,12 @@ mod tests {
             // SAFETY: the schema describes the array, whose buffers are static data.
             unsafe { ArrowData::new(schema.clone(), array.export(Device::CPU)) }
         };
-        assert!(tensor_from_arrow(data(&schema), None)
-            .unwrap_err()
-            .to_string()
-            .contains("1 null cell"));
+        assert!(
+            tensor_from_arrow(data(&schema), None)
+                .unwrap_err()
+                .to_string()
+                .contains("1 null cell")
+        );
         let report = import_arrow(data(&schema), Some(false), Nulls::Report).unwrap();
         assert_eq!(report.values.data_ptr(), CELLS.as_ptr() as usize);
         let valid = report.validity.unwrap();

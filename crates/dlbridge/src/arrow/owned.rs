@@ -13,7 +13,7 @@
 //! Output structs handed to a producer callback are zero-initialised (released) first, and are
 //! only taken over when the callback reports success.
 
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{CStr, c_char, c_int, c_void};
 use std::ptr;
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! callbacks.
 
 use std::collections::VecDeque;
-use std::ffi::{c_char, c_int, c_void, CString};
+use std::ffi::{CString, c_char, c_int, c_void};
 use std::ptr;
 
 use crate::device::Device;

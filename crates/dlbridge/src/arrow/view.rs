@@ -1,7 +1,7 @@
 //! Reading a live Arrow schema and array: the only code that reads the memory an Arrow
 //! producer handed over (formats, metadata, children, buffers), each field checked before use.
 
-use std::ffi::{c_void, CStr};
+use std::ffi::{CStr, c_void};
 use std::ptr;
 use std::sync::Arc;
 

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use crate::device::Device;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::layout::{c_strides, f_strides, Layout};
+use crate::layout::{Layout, c_strides, f_strides};
 use crate::tensor::Described;
 use crate::tensor::Tensor;
 

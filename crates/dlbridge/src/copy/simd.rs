@@ -37,13 +37,13 @@
 //! 10.9-11.8 µs, float32 9.5-10.4 µs: slower than AVX2; 16 MiB within noise of it).
 
 use std::arch::x86_64::{
+    _mm_loadu_si128, _mm_setzero_si128, _mm_sfence, _mm_storeu_si128, _mm_stream_si128,
+    _mm_unpackhi_epi8, _mm_unpackhi_epi16, _mm_unpackhi_epi32, _mm_unpackhi_epi64,
+    _mm_unpacklo_epi8, _mm_unpacklo_epi16, _mm_unpacklo_epi32, _mm_unpacklo_epi64,
     _mm256_castsi256_si128, _mm256_extracti128_si256, _mm256_loadu2_m128i, _mm256_setzero_si256,
-    _mm256_storeu_si256, _mm256_unpackhi_epi16, _mm256_unpackhi_epi32, _mm256_unpackhi_epi64,
-    _mm256_unpackhi_epi8, _mm256_unpacklo_epi16, _mm256_unpacklo_epi32, _mm256_unpacklo_epi64,
-    _mm256_unpacklo_epi8, _mm_loadu_si128, _mm_setzero_si128, _mm_sfence, _mm_storeu_si128,
-    _mm_stream_si128, _mm_unpackhi_epi16, _mm_unpackhi_epi32, _mm_unpackhi_epi64,
-    _mm_unpackhi_epi8, _mm_unpacklo_epi16, _mm_unpacklo_epi32, _mm_unpacklo_epi64,
-    _mm_unpacklo_epi8,
+    _mm256_storeu_si256, _mm256_unpackhi_epi8, _mm256_unpackhi_epi16, _mm256_unpackhi_epi32,
+    _mm256_unpackhi_epi64, _mm256_unpacklo_epi8, _mm256_unpacklo_epi16, _mm256_unpacklo_epi32,
+    _mm256_unpacklo_epi64,
 };
 use std::mem::size_of;
 use std::ptr;

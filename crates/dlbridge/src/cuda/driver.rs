@@ -3,7 +3,7 @@
 //! `cuda` feature) every entry point reports [`Error::CudaUnavailable`].
 #![cfg_attr(not(feature = "cuda"), allow(dead_code))]
 
-use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 use std::sync::{Mutex, OnceLock};
 
 use crate::error::{Error, Result};

@@ -17,8 +17,8 @@ use crate::tensor::Tensor;
 use crate::wire::Description;
 
 use super::driver::{
-    driver, Context, CuDevicePtr, CuIpcMemHandle, Driver, CU_IPC_HANDLE_SIZE,
-    CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, CU_STREAM_LEGACY,
+    CU_IPC_HANDLE_SIZE, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, CU_STREAM_LEGACY, Context, CuDevicePtr,
+    CuIpcMemHandle, Driver, driver,
 };
 use super::transfer::wait_host_readable;
 

@@ -8,10 +8,10 @@ use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
 use super::driver::{
-    driver, Context, CuDevicePtr, Driver, CUDA_ERROR_INVALID_VALUE, CUDA_SUCCESS,
-    CU_MEMHOSTALLOC_PORTABLE, CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_UNIFIED,
-    CU_MEM_ATTACH_GLOBAL, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-    CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+    CU_MEM_ATTACH_GLOBAL, CU_MEMHOSTALLOC_PORTABLE, CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST,
+    CU_MEMORYTYPE_UNIFIED, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+    CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CUDA_ERROR_INVALID_VALUE, CUDA_SUCCESS, Context, CuDevicePtr,
+    Driver, driver,
 };
 use super::stream::Event;
 
@@ -193,7 +193,7 @@ pub fn pointer_info(address: usize) -> Result<PointerInfo> {
         (false, other) => {
             return Err(Error::InvalidLayout(format!(
                 "the CUDA driver reports memory type {other} for address {address:#x}, which cannot be exchanged (CUDA arrays are not strided memory)"
-            )))
+            )));
         }
     };
     let ordinal = if kind == MemoryKind::Device {

@@ -32,14 +32,14 @@ mod memory;
 mod stream;
 mod transfer;
 
-pub use ipc::{ipc_handle, open_ipc_handle, to_ipc_shared, IpcHandle};
-pub use memory::{device_of_pointer, pointer_info, MemoryKind, PointerInfo};
+pub use ipc::{IpcHandle, ipc_handle, open_ipc_handle, to_ipc_shared};
+pub use memory::{MemoryKind, PointerInfo, device_of_pointer, pointer_info};
 pub use stream::{
-    import_stream, parse_stream, wait_raw_event, Event, Stream, StreamHandle, StreamRequest,
+    Event, Stream, StreamHandle, StreamRequest, import_stream, parse_stream, wait_raw_event,
 };
 pub use transfer::{
-    adopt_producer_stream, copy_to_device, copy_to_host, order_for_consumer, route, to_device,
-    transfer_stream, Route,
+    Route, adopt_producer_stream, copy_to_device, copy_to_host, order_for_consumer, route,
+    to_device, transfer_stream,
 };
 
 use crate::error::Result;

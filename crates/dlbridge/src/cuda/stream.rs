@@ -16,8 +16,8 @@ use crate::device::{Device, DeviceType};
 use crate::error::{Error, Result};
 
 use super::driver::{
-    driver, Context, CuEvent, CuStream, Driver, CU_EVENT_DISABLE_TIMING, CU_STREAM_LEGACY,
-    CU_STREAM_NON_BLOCKING, CU_STREAM_PER_THREAD,
+    CU_EVENT_DISABLE_TIMING, CU_STREAM_LEGACY, CU_STREAM_NON_BLOCKING, CU_STREAM_PER_THREAD,
+    Context, CuEvent, CuStream, Driver, driver,
 };
 
 /// A validated `stream` argument of `__dlpack__` (or `stream` key of
@@ -116,10 +116,14 @@ pub unsafe fn parse_stream(device: Device, stream: Option<i64>) -> Result<Stream
         (Family::Cuda, 1) => Ok(StreamRequest::Default),
         (Family::Cuda, 2) => Ok(StreamRequest::PerThread),
         (Family::Rocm, 0) => Ok(StreamRequest::Default),
-        (Family::Rocm, 1 | 2) => invalid("ROCm has no legacy or per-thread stream values; pass 0 for the default stream or None"),
+        (Family::Rocm, 1 | 2) => invalid(
+            "ROCm has no legacy or per-thread stream values; pass 0 for the default stream or None",
+        ),
         (Family::Cuda | Family::Rocm, v) if v > 2 => {
             // SAFETY: the caller's contract: a value naming a stream is a live handle.
-            Ok(StreamRequest::Handle(unsafe { StreamHandle::from_raw(v as usize) }))
+            Ok(StreamRequest::Handle(unsafe {
+                StreamHandle::from_raw(v as usize)
+            }))
         }
         (Family::None, _) => invalid("this device has no streams; pass stream=None"),
         _ => invalid("streams are None, -1 or a non-negative integer"),

@@ -7,16 +7,16 @@
 
 use std::sync::Arc;
 
-use crate::copy::{copy_into, HostBuffer, Order};
+use crate::copy::{HostBuffer, Order, copy_into};
 use crate::device::{Device, DeviceType};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::tensor::Described;
 use crate::tensor::{Owner, Tensor};
 
-use super::driver::{driver, Context, CuDevicePtr, CuStream, Driver, CU_STREAM_LEGACY};
+use super::driver::{CU_STREAM_LEGACY, Context, CuDevicePtr, CuStream, Driver, driver};
 use super::memory::{AllocKind, Allocation};
-use super::stream::{is_capturing, synchronize, Event, StreamRequest};
+use super::stream::{Event, StreamRequest, is_capturing, synchronize};
 
 /// How dlbridge moves data from one device to another (see [`route`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -630,11 +630,13 @@ mod tests {
         order_for_consumer(&dd, unsafe { consumer.request() }).unwrap();
         order_for_consumer(&dd, StreamRequest::NoSync).unwrap();
         consumer.synchronize().unwrap();
-        assert!(copy_to_host(&dd)
-            .unwrap()
-            .as_slice::<u8>()
-            .unwrap()
-            .iter()
-            .all(|x| *x == 7));
+        assert!(
+            copy_to_host(&dd)
+                .unwrap()
+                .as_slice::<u8>()
+                .unwrap()
+                .iter()
+                .all(|x| *x == 7)
+        );
     }
 }

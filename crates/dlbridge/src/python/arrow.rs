@@ -8,7 +8,7 @@
 //! only then filled, so an error leaks nothing; the destructor releases the struct if no
 //! consumer moved it out, then frees it. Importing moves the struct out of the capsule.
 
-use std::ffi::{c_void, CStr};
+use std::ffi::{CStr, c_void};
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
@@ -20,8 +20,8 @@ use pyo3::types::PyDict;
 
 use crate::arrow::{self as convert, ExportOptions, Imported, Nulls};
 use crate::arrow::{
-    export_device_stream, export_stream, ArrowData, ArrowStruct, OwnedArray, OwnedDeviceStream,
-    OwnedSchema, OwnedStream, SchemaView,
+    ArrowData, ArrowStruct, OwnedArray, OwnedDeviceStream, OwnedSchema, OwnedStream, SchemaView,
+    export_device_stream, export_stream,
 };
 use crate::device::DeviceType;
 use crate::ffi::arrow::{
@@ -521,7 +521,7 @@ fn wait_for_event(py: Python<'_>, array: &OwnedArray) -> PyResult<()> {
         _ => {
             return Err(PyBufferError::new_err(format!(
                 "the producer attached a sync event for {device}, which dlbridge cannot wait on"
-            )))
+            )));
         }
     };
     // SAFETY: for these device types a non-NULL sync_event points to the event handle

@@ -192,7 +192,9 @@ pub unsafe fn fill(
         .into());
     }
     if flags & ffi::PyBUF_WRITABLE != 0 && tensor.readonly() {
-        return Err(buffer_error("the tensor is read-only; a writable buffer cannot be exported (request a read-only buffer, or copy it first)"));
+        return Err(buffer_error(
+            "the tensor is read-only; a writable buffer cannot be exported (request a read-only buffer, or copy it first)",
+        ));
     }
     let dtype = tensor.dtype();
     let format = dtype.buffer_format_cstr().ok_or_else(|| {

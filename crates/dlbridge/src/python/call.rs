@@ -9,7 +9,7 @@ use pyo3::types::PyTuple;
 
 use crate::ffi::dlpack::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
 
-extern "C" {
+unsafe extern "C" {
     // Public CPython API since 3.9 and in the stable ABI since 3.12; present in every CPython
     // this package supports (3.11+), though the 3.11 limited-API headers do not declare it.
     fn PyObject_VectorcallMethod(

@@ -142,7 +142,7 @@ pub fn export<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'py, PyDi
         _ => {
             return Err(buffer_error(format!(
                 "__cuda_array_interface__ describes CUDA memory only, and this tensor is on {device}; use DLPack, the buffer protocol or __array_interface__, or move it with to_device(\"cuda\")"
-            )))
+            )));
         }
     };
     let dtype = tensor.dtype();

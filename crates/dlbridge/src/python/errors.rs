@@ -1,7 +1,7 @@
 //! [`Error`] -> Python exception, by [`ErrorKind`], with the way out in Python's words.
 
-use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 use pyo3::PyErr;
+use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
 
 use crate::error::{Error, ErrorKind};
 use crate::ffi::dlpack::DLPACK_MINOR_VERSION;

@@ -9,7 +9,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
-use crate::ffi::dlpack::{DLPackExchangeAPI, DLPackExchangeAPIHeader, DLPACK_MAJOR_VERSION};
+use crate::ffi::dlpack::{DLPACK_MAJOR_VERSION, DLPackExchangeAPI, DLPackExchangeAPIHeader};
 use crate::managed::ManagedTensor;
 use crate::tensor::Tensor;
 

@@ -497,7 +497,9 @@ fn import_dlpack(
             let reason = if copy == Some(false) {
                 "copy=False forbids the transfer".to_owned()
             } else {
-                format!("the producer refused ({err}) and dlbridge cannot reach {target} from {here} itself")
+                format!(
+                    "the producer refused ({err}) and dlbridge cannot reach {target} from {here} itself"
+                )
             };
             let refused = PyBufferError::new_err(format!(
                 "cannot import data on {here} to {target}: {reason}; import it where it is (device=None) or copy it with the producer's own transfer function"

@@ -25,4 +25,4 @@ pub(crate) mod shared;
 pub(crate) mod torch;
 pub(crate) mod torch_native;
 
-pub use module::{register, HostTensor, Import, PyTensor, WritableTensor};
+pub use module::{HostTensor, Import, PyTensor, WritableTensor, register};

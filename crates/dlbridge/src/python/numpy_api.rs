@@ -15,8 +15,8 @@
 
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::ffi;
 use pyo3::intern;

@@ -209,7 +209,7 @@ pub fn rebuild(
         device => {
             return Err(PyValueError::new_err(format!(
                 "the pickled tensor names device {device}, which a pickle never restores to"
-            )))
+            )));
         }
     };
     Ok((tensor, metadata.dim_names))

@@ -5,8 +5,8 @@
 //! instance for a missing attribute raises and clears an AttributeError, which costs more than
 //! the whole exchange; the cache avoids that on every call.
 
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::ffi;
 use pyo3::intern;

@@ -5,11 +5,11 @@ use pyo3::exceptions::{PyNotImplementedError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyTuple};
 
-use crate::arrow::{all_valid, FillValue, Imported, Nulls};
+use crate::arrow::{FillValue, Imported, Nulls, all_valid};
 use crate::python::import::describe_error;
 use crate::python::{arrow, import, protocols};
 
-use super::tensor::{row_and_cell_names, PyTensor};
+use super::tensor::{PyTensor, row_and_cell_names};
 
 /// The Python value of `fill_null` as a fill value (TypeError for anything but a bool, an
 /// integer or a float).

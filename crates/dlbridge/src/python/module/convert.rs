@@ -8,12 +8,12 @@ use std::ops::{Deref, DerefMut};
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 
+use crate::Device;
 use crate::python::{import, numpy_api};
 use crate::tensor::Tensor;
-use crate::Device;
 
 use super::fastcall;
-use super::tensor::{import_object, PyTensor};
+use super::tensor::{PyTensor, import_object};
 
 impl<'a, 'py> FromPyObject<'a, 'py> for Tensor {
     type Error = PyErr;

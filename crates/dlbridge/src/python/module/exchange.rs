@@ -5,15 +5,15 @@
 //! functions that take or return Python objects), must not unwind, and reports failure as -1
 //! with a Python exception set (or through `SetError` for the allocator).
 
-use std::ffi::{c_char, c_void, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ffi::{CString, c_char, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use pyo3::exceptions::{PyBufferError, PySystemError, PyTypeError};
 use pyo3::prelude::*;
 
 use crate::export::Flavor;
 use crate::ffi::dlpack::{
-    DLManagedTensorVersioned, DLPackExchangeAPI, DLTensor, DLPACK_MINOR_VERSION,
+    DLManagedTensorVersioned, DLPACK_MINOR_VERSION, DLPackExchangeAPI, DLTensor,
 };
 use crate::{DType, Device, ManagedTensor, Tensor};
 

@@ -10,8 +10,8 @@
 //! initialised; their behaviour is [`PyTensor::dlpack`]'s and [`crate::from_dlpack`]'s.
 
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;

@@ -20,8 +20,8 @@ mod types;
 
 use pyo3::prelude::*;
 
-use crate::python::import;
 use crate::Device;
+use crate::python::import;
 
 pub use convert::{HostTensor, Import, WritableTensor};
 pub use tensor::PyTensor;

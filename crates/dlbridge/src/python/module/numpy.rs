@@ -5,8 +5,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict};
 
-use crate::python::{capsule, import, numpy_api::Api};
 use crate::Device;
+use crate::python::{capsule, import, numpy_api::Api};
 
 use super::tensor::PyTensor;
 

@@ -7,7 +7,7 @@ use pyo3::types::PyTuple;
 
 use crate::python::{pickle, shared};
 
-use super::tensor::{import_object, PyTensor};
+use super::tensor::{PyTensor, import_object};
 
 /// The reconstructor that pickles of a Tensor name (see `Tensor.__reduce_ex__`): validates the
 /// metadata against the bytes of `payload` and views them.

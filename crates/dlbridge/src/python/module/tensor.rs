@@ -12,11 +12,11 @@ use crate::export::Flavor;
 use crate::python::{
     array_interface, arrow, buffer, capsule, cuda_array_interface, import, pickle, protocols,
 };
-use crate::{cuda, DType, Device, DeviceType, Order, Tensor, TypeCode};
+use crate::{DType, Device, DeviceType, Order, Tensor, TypeCode, cuda};
 
 use super::exchange::API;
-use super::pyarrow::{dlpack_route, pyarrow, CapsuleImport};
-use super::types::{parse_device, PyDType, PyDevice};
+use super::pyarrow::{CapsuleImport, dlpack_route, pyarrow};
+use super::types::{PyDType, PyDevice, parse_device};
 
 /// An owned, validated view of array memory, and the names of its dimensions when an Arrow
 /// `fixed_shape_tensor` gave them (kept here, not in the Rust tensor, so that no other import
@@ -99,22 +99,34 @@ fn scalar<'py>(py: Python<'py>, dtype: DType, b: &[u8]) -> PyResult<Bound<'py, P
         (TypeCode::UINT, 16) => u16::from_ne_bytes(arr(b)).into_pyobject(py)?.into_any(),
         (TypeCode::UINT, 32) => u32::from_ne_bytes(arr(b)).into_pyobject(py)?.into_any(),
         (TypeCode::UINT, 64) => u64::from_ne_bytes(arr(b)).into_pyobject(py)?.into_any(),
-        (TypeCode::FLOAT, 16) => f64::from(half::f16::from_ne_bytes(arr(b))).into_pyobject(py)?.into_any(),
-        (TypeCode::FLOAT, 32) => f64::from(f32::from_ne_bytes(arr(b))).into_pyobject(py)?.into_any(),
+        (TypeCode::FLOAT, 16) => f64::from(half::f16::from_ne_bytes(arr(b)))
+            .into_pyobject(py)?
+            .into_any(),
+        (TypeCode::FLOAT, 32) => f64::from(f32::from_ne_bytes(arr(b)))
+            .into_pyobject(py)?
+            .into_any(),
         (TypeCode::FLOAT, 64) => f64::from_ne_bytes(arr(b)).into_pyobject(py)?.into_any(),
-        (TypeCode::BFLOAT, 16) => f64::from(half::bf16::from_ne_bytes(arr(b))).into_pyobject(py)?.into_any(),
+        (TypeCode::BFLOAT, 16) => f64::from(half::bf16::from_ne_bytes(arr(b)))
+            .into_pyobject(py)?
+            .into_any(),
         (TypeCode::COMPLEX, 64) => {
-            let (re, im) = (f32::from_ne_bytes(arr(&b[..4])), f32::from_ne_bytes(arr(&b[4..])));
+            let (re, im) = (
+                f32::from_ne_bytes(arr(&b[..4])),
+                f32::from_ne_bytes(arr(&b[4..])),
+            );
             PyComplex::from_doubles(py, re.into(), im.into()).into_any()
         }
         (TypeCode::COMPLEX, 128) => {
-            let (re, im) = (f64::from_ne_bytes(arr(&b[..8])), f64::from_ne_bytes(arr(&b[8..])));
+            let (re, im) = (
+                f64::from_ne_bytes(arr(&b[..8])),
+                f64::from_ne_bytes(arr(&b[8..])),
+            );
             PyComplex::from_doubles(py, re, im).into_any()
         }
         _ => {
             return Err(PyBufferError::new_err(format!(
                 "tolist() has no Python scalar for {dtype}; use dlbridge.to_numpy(t) (ml_dtypes) and convert from there"
-            )))
+            )));
         }
     };
     Ok(value)
