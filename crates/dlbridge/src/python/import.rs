@@ -374,6 +374,28 @@ fn after_refusal(
 /// each protocol and its error, the last error as the cause.
 #[cold]
 fn every_route_refused(obj: &Bound<'_, PyAny>, refusals: Vec<(Route, PyErr)>) -> PyErr {
+    let refusals = refusals
+        .into_iter()
+        .map(|(route, err)| (route.name(), err))
+        .collect();
+    refused_by_each(
+        obj,
+        "every protocol it offers refused",
+        refusals,
+        "convert it with its own library first (e.g. numpy.asarray)",
+    )
+}
+
+/// The TypeError for an object whose protocols (by name) all refused, `what` saying which
+/// ones: each protocol and its error in the order they were tried, then `way_out`; the last
+/// error is the cause.
+#[cold]
+pub(crate) fn refused_by_each(
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+    refusals: Vec<(&'static str, PyErr)>,
+    way_out: &str,
+) -> PyErr {
     let py = obj.py();
     let type_name = obj
         .get_type()
@@ -382,10 +404,10 @@ fn every_route_refused(obj: &Bound<'_, PyAny>, refusals: Vec<(Route, PyErr)>) ->
         .unwrap_or_default();
     let each: Vec<String> = refusals
         .iter()
-        .map(|(route, err)| format!("{} raised {}", route.name(), describe_error(py, err)))
+        .map(|(name, err)| format!("{name} raised {}", describe_error(py, err)))
         .collect();
     let refused = PyTypeError::new_err(format!(
-        "cannot import an object of type {type_name}: every protocol it offers refused ({}); convert it with its own library first (e.g. numpy.asarray)",
+        "cannot import an object of type {type_name}: {what} ({}); {way_out}",
         each.join("; ")
     ));
     if let Some((_, last)) = refusals.into_iter().last() {
@@ -395,7 +417,7 @@ fn every_route_refused(obj: &Bound<'_, PyAny>, refusals: Vec<(Route, PyErr)>) ->
 }
 
 /// `Type: message` (or the type alone) for an error in a message.
-pub(crate) fn describe_error(py: Python<'_>, err: &PyErr) -> String {
+fn describe_error(py: Python<'_>, err: &PyErr) -> String {
     let kind = err
         .get_type(py)
         .name()

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyTuple};
 
 use crate::arrow::{FillValue, Imported, Nulls, all_valid};
-use crate::python::import::describe_error;
+use crate::python::import::refused_by_each;
 use crate::python::{arrow, import, protocols};
 
 use super::tensor::{PyTensor, row_and_cell_names};
@@ -50,27 +50,23 @@ fn import_first_accepted(
         }
         match arrow::import_with(x, protocol, copy, nulls) {
             Err(err) if err.is_instance_of::<PyNotImplementedError>(py) => {
-                refusals.push((protocol, err));
+                refusals.push((protocol.method(), err));
             }
             result => return result,
         }
     }
-    let type_name = x.get_type().name()?;
-    let Some((_, last)) = refusals.last() else {
+    if refusals.is_empty() {
         return Err(PyTypeError::new_err(format!(
-            "from_arrow needs an object with the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__...); {type_name} offers none: use dlbridge.from_dlpack for other arrays"
+            "from_arrow needs an object with the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__...); {} offers none: use dlbridge.from_dlpack for other arrays",
+            x.get_type().name()?
         )));
-    };
-    let each: Vec<String> = refusals
-        .iter()
-        .map(|(protocol, err)| format!("{} raised {}", protocol.method(), describe_error(py, err)))
-        .collect();
-    let refused = PyTypeError::new_err(format!(
-        "cannot import an object of type {type_name}: every Arrow protocol it offers refused ({}); dlbridge.from_dlpack also tries DLPack and the buffer protocol",
-        each.join("; ")
-    ));
-    refused.set_cause(py, Some(last.clone_ref(py)));
-    Err(refused)
+    }
+    Err(refused_by_each(
+        x,
+        "every Arrow protocol it offers refused",
+        refusals,
+        "dlbridge.from_dlpack also tries DLPack and the buffer protocol",
+    ))
 }
 
 /// Import an object with the Arrow PyCapsule interface; nulls refused, filled (`fill_null`)
