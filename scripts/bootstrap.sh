@@ -6,7 +6,8 @@
 #    $DLBRIDGE_VENV, else <repo>/.venv;
 # 2. upgrades pip and installs requirements-test.txt (a no-op of a second or two when
 #    everything is already there);
-# 3. builds the extension and installs dlbridge into the venv: maturin develop --release.
+# 3. builds the extension and installs dlbridge into the venv: a profile-guided
+#    `maturin develop --release` (scripts/pgo.sh; DLBRIDGE_PGO=0 for the plain build).
 #
 # Idempotent: run it as often as you like. Long output goes to log files under
 # $DLBRIDGE_LOG_DIR (default <venv>/.dlbridge-logs); on failure their tail is printed.
@@ -69,8 +70,9 @@ run_logged pip-upgrade "$PY" -m pip install --upgrade pip
 run_logged pip-install "$PY" -m pip install -r requirements-test.txt
 
 # 3. build and install dlbridge itself
-say "maturin develop --release${CARGO_TARGET_DIR:+ (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)}"
+say "profile-guided maturin develop --release${CARGO_TARGET_DIR:+ (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)}"
 # shellcheck disable=SC2086  # DLBRIDGE_MATURIN_ARGS is a word list on purpose
-run_logged maturin env VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" PYO3_PYTHON="$PY" \
-    "$VENV/bin/maturin" develop --release ${DLBRIDGE_MATURIN_ARGS:-}
+run_logged maturin env PYO3_PYTHON="$PY" DLBRIDGE_VENV="$VENV" \
+    bash scripts/pgo.sh ${DLBRIDGE_MATURIN_ARGS:-}
+say "$(grep -m1 '^pgo: plain' "$LOG_DIR/maturin.log" || echo 'pgo: built with the training profile')"
 say "ok: $("$PY" -c 'import dlbridge, sys; print("dlbridge", getattr(dlbridge, "__version__", "?"), "from", dlbridge.__file__, "on Python", sys.version.split()[0])' 2>&1 | tail -n 1)"
