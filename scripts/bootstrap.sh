@@ -73,6 +73,6 @@ run_logged pip-install "$PY" -m pip install -r requirements-test.txt
 say "profile-guided maturin develop --release${CARGO_TARGET_DIR:+ (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)}"
 # shellcheck disable=SC2086  # DLBRIDGE_MATURIN_ARGS is a word list on purpose
 run_logged maturin env PYO3_PYTHON="$PY" DLBRIDGE_VENV="$VENV" \
-    bash scripts/pgo.sh ${DLBRIDGE_MATURIN_ARGS:-}
+    bash scripts/pgo.sh develop ${DLBRIDGE_MATURIN_ARGS:-}
 say "$(grep -m1 '^pgo: plain' "$LOG_DIR/maturin.log" || echo 'pgo: built with the training profile')"
 say "ok: $("$PY" -c 'import dlbridge, sys; print("dlbridge", getattr(dlbridge, "__version__", "?"), "from", dlbridge.__file__, "on Python", sys.version.split()[0])' 2>&1 | tail -n 1)"

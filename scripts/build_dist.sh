@@ -4,7 +4,8 @@
 #
 # 1. one abi3 wheel (CPython 3.11 and newer) tagged manylinux2014 (manylinux_2_17), so it
 #    installs on every mainstream Linux: maturin links against an old glibc with zig
-#    (`maturin build --zig`, zig from the `ziglang` PyPI package) instead of this machine's;
+#    (`maturin build --zig`, zig from the `ziglang` PyPI package) instead of this machine's,
+#    profile-guided (scripts/pgo.sh);
 # 2. the source distribution (`maturin sdist`), which `pip install dlbridge-*.tar.gz` builds
 #    with maturin from PyPI and a Rust toolchain.
 #
@@ -26,7 +27,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}/dist"
 rm -rf dist
 # maturin looks for zig as `python -m ziglang` of the interpreter on PATH: the venv's
 export PATH="$VENV/bin:$PATH"
-"$VENV/bin/maturin" build --release --zig --compatibility manylinux2014 \
-    --interpreter "$PY" --out dist
+# profile-guided, like the development build (DLBRIDGE_PGO=0: a plain release build)
+bash scripts/pgo.sh build dist --zig --compatibility manylinux2014 --interpreter "$PY"
 "$VENV/bin/maturin" sdist --out dist
 ls -1 dist/*

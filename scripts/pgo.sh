@@ -1,26 +1,28 @@
 #!/usr/bin/env bash
-# Profile-guided release build of the extension, installed into the venv:
-#   bash scripts/pgo.sh [MATURIN ARGS...]      (scripts/bootstrap.sh runs it)
+# Profile-guided release build of the extension:
+#   bash scripts/pgo.sh develop [MATURIN ARGS...]         install into the venv (bootstrap.sh)
+#   bash scripts/pgo.sh build OUT_DIR [MATURIN ARGS...]   a wheel in OUT_DIR (build_dist.sh)
 #
 # 1. builds the extension instrumented (rustc -Cprofile-generate) and runs
 #    scripts/pgo_train.py with it, which writes the counts of what ran;
-# 2. merges the counts (llvm-profdata, from rustup's llvm-tools component, installed here
-#    when missing) and builds again with them (-Cprofile-use) and the MATURIN ARGS:
-#    `maturin develop --release`.
+# 2. merges the counts (llvm-profdata, from rustup's llvm-tools component, added here when
+#    missing) and builds again with them (-Cprofile-use): `maturin develop --release` or
+#    `maturin build --release --out OUT_DIR`, with the MATURIN ARGS.
 #
 # Why: an import crosses a dozen small functions; laid out by the counts, the code that runs
 # sits together in the instruction cache and the error paths move out of its way. Measured on
 # the 2-CPU test machine against the same build without profiles (medians of interleaved runs
-# from Python): importing a tvm-ffi tensor 170 -> 139 ns, a torch tensor 192 -> 153 ns, a NumPy
-# array 105 -> 95 ns; 4096 x 4096 transposes and contiguous copies within noise of each other.
+# from Python): importing a tvm-ffi tensor 175 -> 145 ns, a torch tensor 192 -> 149 ns, a NumPy
+# array 105 -> 91 ns; 4096 x 4096 transposes and contiguous copies within noise of each other.
 # The training keeps the kernels' loops (counted once per element or tile) from outweighing the
-# imports: with large copies in it, the imports counted as cold and gained nothing. The
-# tables in benches/results/ are measured on this build.
+# imports: with many large copies in it, the imports gained half as much or nothing.
 #
-# The distributed wheel (scripts/build_dist.sh) is a plain release build: it is linked with
-# zig for manylinux2014, and zig's linker wrapper cannot link the instrumented build (it
-# rejects the profiler runtime's `-u __llvm_profile_runtime`), while a profile taken from a
-# native build made the zig build slower, not faster (tvm-ffi import 207 against 174 ns).
+# The counts are keyed by symbol names, and the names of a `--zig` build differ from those of
+# a native one: the instrumented build is made by the same maturin command as the final one
+# (for the wheel, `--zig` included), only linked by the system's `cc` (zig's linker wrapper rejects the
+# profiler runtime's `-u __llvm_profile_runtime`) and not audited (it never leaves this
+# machine). A profile taken from a native build fitted no function of the zig build, which
+# then ran slower than a plain one (a tvm-ffi import 207 against 174 ns).
 #
 # Without llvm-profdata (no rustup, or no network to add the component), or with
 # DLBRIDGE_PGO=0, it makes the plain release build and says so. The two builds have cargo
@@ -37,12 +39,32 @@ MATURIN="$VENV/bin/maturin"
 
 say() { printf 'pgo: %s\n' "$*"; }
 
-# final_build EXTRA_RUSTFLAGS MATURIN ARGS...: the build that is installed into the venv
-final_build() {
-    local flags="$1"
+mode="${1:-}"
+shift || true
+case "$mode" in
+develop)
+    # the instrumented wheel is for this venv's interpreter
+    generate_args=(--interpreter "$PY" "$@")
+    ;;
+build)
+    out="${1:?usage: scripts/pgo.sh build OUT_DIR [MATURIN ARGS...]}"
     shift
-    RUSTFLAGS="${RUSTFLAGS:-} $flags" VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" \
-        "$MATURIN" develop --release "$@"
+    generate_args=("$@")
+    ;;
+*)
+    echo "usage: scripts/pgo.sh develop|build OUT_DIR [MATURIN ARGS...]" >&2
+    exit 2
+    ;;
+esac
+
+# final_build EXTRA_RUSTFLAGS: the build that is kept
+final_build() {
+    if [ "$mode" = develop ]; then
+        RUSTFLAGS="${RUSTFLAGS:-} $1" VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" \
+            "$MATURIN" develop --release "${@:2}"
+    else
+        RUSTFLAGS="${RUSTFLAGS:-} $1" "$MATURIN" build --release --out "$out" "${@:2}"
+    fi
 }
 
 # llvm-profdata of the toolchain that builds (its LLVM reads the counts rustc writes)
@@ -67,9 +89,11 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 say "1/3 instrumented build"
-# (the build scripts of dependencies, instrumented too, leave their counts in $work/build)
-RUSTFLAGS="${RUSTFLAGS:-} -Cprofile-generate=$work/build" CARGO_TARGET_DIR="$target/pgo-generate" \
-    "$MATURIN" build --release --interpreter "$PY" --out "$work/wheel" "$@"
+# (build scripts of dependencies, instrumented too in a native build, leave their counts in
+# $work/build, which is not merged)
+RUSTFLAGS="${RUSTFLAGS:-} -Cprofile-generate=$work/build -Clinker=cc" \
+    CARGO_TARGET_DIR="$target/pgo-generate" \
+    "$MATURIN" build --release --auditwheel skip --out "$work/wheel" "${generate_args[@]}"
 "$PY" -m zipfile -e "$work"/wheel/dlbridge-*.whl "$work/site"
 
 say "2/3 training run"
