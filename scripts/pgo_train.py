@@ -7,6 +7,11 @@ pickle round trips. The compiler then lays out and optimises the code by these c
 runs here is kept together and fast, what never runs here (error paths, CUDA) is moved out of
 the way. Peers that are not installed are skipped; NumPy is required.
 
+The balance of the parts is part of the build's speed: a kernel's loop is counted once per
+element or tile, and counts far above the imports' leave the imports unoptimised (with many
+large copies here, a tvm-ffi import took 194 ns instead of 145). After a change here, run
+benches/bench_exchange.py and bench_copy.py on the new build (scripts/bootstrap.sh).
+
 Usage: python scripts/pgo_train.py   (a few seconds; prints one line per part)
 """
 
