@@ -80,7 +80,11 @@ profdata_tool() {
 target="${CARGO_TARGET_DIR:-$REPO/target}"
 tool="$(profdata_tool || true)"
 if [ "${DLBRIDGE_PGO:-1}" = 0 ] || [ -z "$tool" ]; then
-    say "plain release build (${tool:+DLBRIDGE_PGO=0}${tool:-no llvm-profdata: rustup component add llvm-tools})"
+    if [ -z "$tool" ]; then
+        say "plain release build (no llvm-profdata: rustup component add llvm-tools)"
+    else
+        say "plain release build (DLBRIDGE_PGO=0)"
+    fi
     CARGO_TARGET_DIR="$target" final_build "" "$@"
     exit 0
 fi
