@@ -19,9 +19,9 @@
 #
 # The counts are keyed by symbol names, and the names of a `--zig` build differ from those of
 # a native one: the instrumented build is made by the same maturin command as the final one
-# (for the wheel, `--zig` included), only linked by the system's `cc` (zig's linker wrapper rejects the
-# profiler runtime's `-u __llvm_profile_runtime`) and not audited (it never leaves this
-# machine). A profile taken from a native build fitted no function of the zig build, which
+# (for the wheel, `--zig` included), only linked by the system's `cc` (zig's linker wrapper
+# rejects the profiler runtime's `-u __llvm_profile_runtime`) and not audited (it never
+# leaves this machine). A profile taken from a native build fitted no function of the zig build, which
 # then ran slower than a plain one (a tvm-ffi import 207 against 174 ns).
 #
 # Without llvm-profdata (no rustup, or no network to add the component), or with
