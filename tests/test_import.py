@@ -7,6 +7,7 @@ deleter runs exactly once, whether the import succeeds or fails.
 from __future__ import annotations
 
 import array
+import sys
 import threading
 
 import numpy as np
@@ -331,6 +332,27 @@ def test_asks_max_version_1_3_first(collect):
     del t
     collect()
     assert p.finalize() == 1
+
+
+def test_keyword_names_are_interned():
+    # A Python-level __dlpack__ matches keywords to its parameters by identity before it
+    # compares strings: interned names keep imports from producers written in Python (JAX,
+    # array-api-strict) off CPython's slower path.
+    a = make("float32", (3,))
+    seen = []
+
+    class Producer:
+        def __dlpack__(self, **kw):
+            seen.extend(kw)
+            return a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    dlbridge.from_dlpack(Producer())
+    dlbridge.from_dlpack(Producer(), device="cpu")
+    assert seen.count("max_version") == 2
+    assert all(sys.intern(name) is name for name in seen)
 
 
 def test_reassigned_dlpack_method_is_called(collect):

@@ -37,8 +37,12 @@ pub fn dlpack_with_max_version<'py>(
     method: Option<&Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = obj.py();
-    let kwnames =
-        KWNAMES.get_or_try_init(py, || PyTuple::new(py, ["max_version"]).map(Bound::unbind))?;
+    // The name is interned: a Python-level `__dlpack__` (JAX, array-api-strict) matches keywords
+    // to its parameters by identity first, and a fresh equal string takes CPython's fallback of
+    // one rich comparison per parameter (about 300 instructions; 20-30 ns per import).
+    let kwnames = KWNAMES.get_or_try_init(py, || {
+        PyTuple::new(py, [intern!(py, "max_version")]).map(Bound::unbind)
+    })?;
     let version = MAX_VERSION.get_or_try_init(py, || {
         PyTuple::new(py, [DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION]).map(Bound::unbind)
     })?;

@@ -1,6 +1,7 @@
 //! `dlbridge.to_numpy`: NumPy arrays built directly with NumPy's C API, falling back to the
 //! Python implementation (`dlbridge.host._to_numpy_general`) for everything else.
 
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict};
@@ -33,7 +34,7 @@ pub(super) fn to_numpy<'py>(
     let py = x.py();
     let general = GENERAL.import(py, "dlbridge.host", "_to_numpy_general")?;
     let kwargs = PyDict::new(py);
-    kwargs.set_item("copy", copy)?;
+    kwargs.set_item(intern!(py, "copy"), copy)?;
     general.call((source,), Some(&kwargs))
 }
 
