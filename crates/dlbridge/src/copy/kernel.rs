@@ -100,6 +100,16 @@ const LINE: usize = 64;
 /// thread, uint8 of 4 MiB (2048²) took 0.24 ms against 0.33-0.35 ms, of 8 MiB (2896²) 0.43
 /// against 0.65-0.81 ms, of 12 MiB (3500²) 1.16-1.27 against 0.98-1.38 ms. Into a NumPy
 /// array (16-byte aligned, not 32), 4096² uint8 on one thread: 2.8-3.1 ms against 2.1 ms.
+///
+/// Why 4096² uint8 stays at about a third of the contiguous copy of the same 16 MiB: that copy
+/// runs from the 32 MiB L3 (0.23-0.26 ms on two threads; glibc hands the freed destination
+/// back warm), while the transpose's streaming stores go to memory (0.95-1.03 ms). Measured
+/// the same way (medians of 31, two threads), nothing else came closer: ordinary stores into
+/// the warm destination 1.21-1.45 ms (every line of a tile falls into one L1 set at a 4096-byte
+/// pitch, and each store fetches its line first), the same with `prefetchw` of the next tile's
+/// destination lines 1.16-1.23 ms, prefetching the next tiles' source lines (to L1 or L2, one
+/// to four tiles ahead) 0.99-1.03 ms, a source on huge pages 0.95-0.99 ms (the TLB is not the
+/// bound), chunks of 128 KiB 0.91 ms and of 2 MiB 1.02 ms.
 const STREAM_BYTES: usize = 16 << 20;
 
 /// What every piece of one copy shares.
