@@ -7,6 +7,7 @@ deleter runs exactly once, whether the import succeeds or fails.
 from __future__ import annotations
 
 import array
+import ctypes
 import sys
 import threading
 
@@ -255,6 +256,22 @@ def test_array_interface_version_2_or_garbage():
 # --------------------------------------------------------------------------------------------
 # Capsule names, consumed capsules (C18)
 # --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("max_version", [None, (1, 0)])
+def test_consumed_capsule_loses_its_destructor(max_version):
+    # The rename marks the capsule consumed; its destructor is cleared too, so that a producer's
+    # destructor that probes the fresh name (raising and clearing an error) no longer runs.
+    get_destructor = ctypes.pythonapi.PyCapsule_GetDestructor
+    get_destructor.restype, get_destructor.argtypes = ctypes.c_void_p, [ctypes.py_object]
+    a = np.arange(3.0)
+    cap = a.__dlpack__(max_version=max_version)
+    assert get_destructor(cap) is not None
+    t = dlbridge.from_dlpack(cap)
+    assert capsule_name(cap).startswith("used_")
+    assert get_destructor(cap) is None
+    del cap
+    assert_values_equal(np.from_dlpack(t), a)
+
+
 def test_capsule_with_other_name_is_type_error(collect):
     a = make("float32", (2,))
     fake = _fake(a)

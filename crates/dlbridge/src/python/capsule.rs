@@ -1,5 +1,5 @@
-//! DLPack capsules: names, export with a destructor, and consumption (validate, then rename,
-//! then own), per the capsule protocol.
+//! DLPack capsules: names, export with a destructor, and consumption (validate, then rename and
+//! clear the destructor, then own), per the capsule protocol.
 
 use std::ffi::CStr;
 use std::sync::Arc;
@@ -125,8 +125,9 @@ fn flavor(obj: &Bound<'_, PyAny>) -> PyResult<(&'static CStr, &'static CStr, boo
     }
 }
 
-/// Consume a DLPack capsule: validate, rename to the `used_` name, and own the tensor.
-/// On any failure the capsule is left as it was, so its destructor still deletes the tensor.
+/// Consume a DLPack capsule: validate, rename to the `used_` name, clear its destructor, and
+/// own the tensor. On any failure the capsule is left as it was, so its destructor still
+/// deletes the tensor.
 pub fn consume(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let (fresh, used, versioned) = flavor(obj)?;
     // SAFETY: the capsule is named `fresh` (checked above); GetPointer sets an exception and
@@ -152,6 +153,15 @@ pub fn consume(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     if unsafe { ffi::PyCapsule_SetName(obj.as_ptr(), used.as_ptr()) } != 0 {
         managed.into_raw();
         return Err(PyErr::fetch(obj.py()));
+    }
+    // The renamed capsule's destructor has nothing left to do, and some do it slowly: JAX's
+    // asks for the pointer under the fresh name, which raises and clears a ValueError on every
+    // import. Removed, as tvm-ffi's consumer does; the rename alone already keeps the tensor
+    // from being deleted twice, so a failure here changes nothing.
+    // SAFETY: `obj` is a valid capsule; clearing its destructor only changes what its
+    // deallocation runs.
+    if unsafe { ffi::PyCapsule_SetDestructor(obj.as_ptr(), None) } != 0 {
+        drop(PyErr::take(obj.py()));
     }
     Ok(Tensor::from_described(described, Arc::new(managed)))
 }
