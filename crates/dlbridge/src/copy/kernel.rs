@@ -105,11 +105,13 @@ const LINE: usize = 64;
 /// runs from the 32 MiB L3 (0.23-0.26 ms on two threads; glibc hands the freed destination
 /// back warm), while the transpose's streaming stores go to memory (0.95-1.03 ms). Measured
 /// the same way (medians of 31, two threads), nothing else came closer: ordinary stores into
-/// the warm destination 1.21-1.45 ms (every line of a tile falls into one L1 set at a 4096-byte
+/// the warm destination 1.21-2.19 ms (every line of a tile falls into one L1 set at a 4096-byte
 /// pitch, and each store fetches its line first), the same with `prefetchw` of the next tile's
-/// destination lines 1.16-1.23 ms, prefetching the next tiles' source lines (to L1 or L2, one
-/// to four tiles ahead) 0.99-1.03 ms, a source on huge pages 0.95-0.99 ms (the TLB is not the
-/// bound), chunks of 128 KiB 0.91 ms and of 2 MiB 1.02 ms.
+/// destination lines 1.16-1.23 ms, ordinary stores with the next tile's source lines
+/// prefetched non-temporally (so that they leave the L3 to the destination) 1.03-1.15 ms,
+/// prefetching the next tiles' source lines (to L1 or L2, one to four tiles ahead) 0.99-1.03
+/// ms, a source on huge pages 0.95-0.99 ms (the TLB is not the bound), chunks of 128 KiB
+/// 0.91 ms and of 2 MiB 1.02 ms.
 const STREAM_BYTES: usize = 16 << 20;
 
 /// What every piece of one copy shares.
