@@ -133,8 +133,9 @@ struct Ptrs {
     dst: *mut u8,
 }
 
-// SAFETY: the pointers are plain addresses handed to the threads that copy the chunks; the caller of `run`
-// guarantees the memory is valid and that parallel pieces write disjoint destination bytes.
+// SAFETY: the pointers are plain addresses handed to the threads that copy the chunks; the
+// caller of `run` guarantees the memory is valid and that parallel pieces write disjoint
+// destination bytes.
 unsafe impl Send for Ptrs {}
 // SAFETY: see above; `Ptrs` itself is never written through a shared reference.
 unsafe impl Sync for Ptrs {}
