@@ -8,7 +8,8 @@
 //!   (any other size moves `itemsize` bytes per element);
 //! - tiles: a cache-blocked transpose that stages one square tile of whole cache lines through a
 //!   small stack buffer, so that every source line is read once and every destination line is
-//!   written once, whatever the (often power-of-two, cache-set-aliasing) pitch;
+//!   written once, whatever the (often power-of-two, cache-set-aliasing) pitch; large 1-byte
+//!   transposes go in bands of source lines prefetched in order;
 //! - copies of at least [`PARALLEL_THRESHOLD`] bytes ([`CONTIGUOUS_THRESHOLD`] for one
 //!   contiguous run) are cut along one loop into chunks that the calling thread and the rayon
 //!   pool claim one at a time (the `chunked` module), when no two destination elements share
@@ -101,12 +102,13 @@ const LINE: usize = 64;
 /// against 0.65-0.81 ms, of 12 MiB (3500²) 1.16-1.27 against 0.98-1.38 ms. Into a NumPy
 /// array (16-byte aligned, not 32), 4096² uint8 on one thread: 2.8-3.1 ms against 2.1 ms.
 ///
-/// Why 4096² uint8 stays at about a third of the contiguous copy of the same 16 MiB: that copy
-/// runs from the 32 MiB L3 (0.23-0.26 ms on two threads; glibc hands the freed destination
-/// back warm), while the transpose's streaming stores go to memory (0.95-1.03 ms). Measured
-/// the same way (medians of 31, two threads), nothing else came closer: ordinary stores into
-/// the warm destination 1.21-2.19 ms (every line of a tile falls into one L1 set at a 4096-byte
-/// pitch, and each store fetches its line first), the same with `prefetchw` of the next tile's
+/// Why 4096² uint8 stays below half the speed of the contiguous copy of the same 16 MiB: that
+/// copy runs from the 32 MiB L3 (0.15-0.26 ms on two threads; glibc hands the freed
+/// destination back warm), while the transpose's streaming stores go to memory: 0.95-1.03 ms
+/// in macro blocks, 0.54-0.85 ms in bands (see [`banded`]). Measured the same way (medians of
+/// 31, two threads), before the bands, nothing else came closer: ordinary stores into the warm
+/// destination 1.21-2.19 ms (every line of a tile falls into one L1 set at a 4096-byte pitch,
+/// and each store fetches its line first), the same with `prefetchw` of the next tile's
 /// destination lines 1.16-1.23 ms, ordinary stores with the next tile's source lines
 /// prefetched non-temporally (so that they leave the L3 to the destination) 1.03-1.15 ms,
 /// prefetching the next tiles' source lines (to L1 or L2, one to four tiles ahead) 0.99-1.03
@@ -610,12 +612,17 @@ unsafe fn tiles(a: Dim, i: Dim, job: Job, p: Ptrs) {
     }
 }
 
-/// Blocked transpose with `B`×`B` tiles of `T`, visited in macro blocks of [`MACRO_BYTES`]
-/// per line so that the pages and lines of one macro block stay in the TLB and L2 cache.
+/// Blocked transpose with `B`×`B` tiles of `T`: 1-byte elements written with non-temporal
+/// stores go in bands ([`banded`]), everything else in macro blocks of [`MACRO_BYTES`] per line
+/// so that the pages and lines of one macro block stay in the TLB and L2 cache.
 ///
 /// # Safety
 /// As for [`tiles`], with `size_of::<T>()`-byte elements.
 unsafe fn tiled<T: Word, const B: usize>(job: Job, a: Dim, i: Dim, p: Ptrs) {
+    if job.stream && size_of::<T>() == 1 {
+        // SAFETY: forwarded contract.
+        return unsafe { banded::<T, B>(job, a, i, p) };
+    }
     let m = (MACRO_BYTES / size_of::<T>()).clamp(B, MACRO_MAX);
     let mut a0 = 0;
     while a0 < a.n {
@@ -634,7 +641,7 @@ unsafe fn tiled<T: Word, const B: usize>(job: Job, a: Dim, i: Dim, p: Ptrs) {
             };
             let (sa, si) = (Dim { n: na, ..a }, Dim { n: ni, ..i });
             // SAFETY: the (na, ni) block from its origin lies inside the slab.
-            unsafe { macro_block::<T, B>(job, sa, si, q) };
+            unsafe { walk_tiles::<T, B>(job, sa, si, q, Walk::AlongSource) };
             i0 += m;
         }
         a0 += m;
@@ -646,21 +653,90 @@ const MACRO_BYTES: usize = 1024;
 /// Most elements per line of a macro block.
 const MACRO_MAX: usize = 256;
 
-/// One macro block, tile by tile.
+/// Blocked transpose in bands of [`BAND_LINES`] source lines (up to [`BAND_WIDTH`] wide):
+/// each band's source lines are prefetched into the L2 cache in memory order, then its tiles
+/// are walked [`Walk::AlongDestination`], so that each destination line gets [`BAND_LINES`]
+/// elements in a row.
+///
+/// A transpose of 1-byte elements gathers 64 source lines, from 64 pages, into each
+/// destination line. Walked in macro blocks, its reads and streaming stores both land in
+/// scattered lines, and the memory serves neither at its speed: a C loop that moves the tiles
+/// of a 4096² uint8 array in that order without transposing them (tile loads, streaming
+/// stores, nothing else) took 1.6-1.8 ms on one thread of the 2-CPU test machine, against
+/// 0.38 ms to stream 16 MiB into memory in order and 0.4 ms to read them in order. Bands fix
+/// both sides: the prefetch reads 256 whole source lines in order, and each destination line
+/// is written 256 bytes at a time (streaming 64 bytes into each of 4096 lines took 1.3 ms in
+/// the macro-block order, 0.59 ms down columns of tiles, and 0.39 ms, as fast as in order,
+/// with 256 bytes per line). The same C loop took 1.06-1.13 ms on one thread. From Python
+/// (medians, same machine), 4096² uint8: `copy()` 0.96-1.02 ms before against 0.63-0.85 ms,
+/// one thread 1.62-1.78 against 1.12-1.42 ms; into an existing array 0.93-1.17 against
+/// 0.68-1.02 ms. For wider elements, whose tiles gather fewer lines, bands did not pay (into an
+/// existing array, float32 3.4-3.5 ms both ways, bfloat16 1.7-1.9 against 1.6-1.7, float64
+/// 5.4 against 6.8-7.0).
 ///
 /// # Safety
 /// As for [`tiles`], with `size_of::<T>()`-byte elements.
-unsafe fn macro_block<T: Word, const B: usize>(job: Job, a: Dim, i: Dim, p: Ptrs) {
+unsafe fn banded<T: Word, const B: usize>(job: Job, a: Dim, i: Dim, p: Ptrs) {
+    for i0 in (0..i.n).step_by(BAND_LINES) {
+        let ni = BAND_LINES.min(i.n - i0);
+        for a0 in (0..a.n).step_by(BAND_WIDTH) {
+            let na = BAND_WIDTH.min(a.n - a0);
+            let (ao, io) = (a0 as isize, i0 as isize);
+            // SAFETY: the band origin (a0, i0) lies inside the slab.
+            let q = unsafe {
+                p.advance(
+                    ao * a.src + io * i.src,
+                    ao * a.dst + io * i.dst,
+                    size_of::<T>(),
+                )
+            };
+            #[cfg(target_arch = "x86_64")]
+            if a.src == 1 {
+                let size = size_of::<T>();
+                super::simd::prefetch_lines(q.src, i.src * size as isize, ni, na * size);
+            }
+            let (sa, si) = (Dim { n: na, ..a }, Dim { n: ni, ..i });
+            // SAFETY: the (na, ni) band from its origin lies inside the slab.
+            unsafe { walk_tiles::<T, B>(job, sa, si, q, Walk::AlongDestination) };
+        }
+    }
+}
+
+/// Source lines of one band of [`banded`].
+const BAND_LINES: usize = 256;
+/// Most elements of a source line in one band of [`banded`]: a band fills at most the 1 MiB
+/// L2 cache of the test machine (on which 1 KiB and 4 KiB timed alike at 4096²).
+const BAND_WIDTH: usize = 4096;
+
+/// The order in which [`walk_tiles`] visits the tiles of a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Walk {
+    /// Along each row of tiles (`B` source lines) first.
+    AlongSource,
+    /// Down each column of tiles (`B` destination lines) first.
+    AlongDestination,
+}
+
+/// One block, tile by tile in the order `walk`.
+///
+/// # Safety
+/// As for [`tiles`], with `size_of::<T>()`-byte elements.
+unsafe fn walk_tiles<T: Word, const B: usize>(job: Job, a: Dim, i: Dim, p: Ptrs, walk: Walk) {
     let unit = a.src == 1 && i.dst == 1;
     let stream_pitch = job.stream && (a.dst * size_of::<T>() as isize) % 16 == 0;
     let (src, dst) = (p.src.cast::<T>(), p.dst.cast::<T>());
     let mut buf = [[T::default(); B]; B];
-    let mut i0 = 0;
-    while i0 < i.n {
-        let ni = B.min(i.n - i0);
-        let mut a0 = 0;
-        while a0 < a.n {
-            let na = B.min(a.n - a0);
+    let (outer, inner) = match walk {
+        Walk::AlongSource => (i.n, a.n),
+        Walk::AlongDestination => (a.n, i.n),
+    };
+    for o in (0..outer).step_by(B) {
+        for n in (0..inner).step_by(B) {
+            let (a0, i0) = match walk {
+                Walk::AlongSource => (n, o),
+                Walk::AlongDestination => (o, n),
+            };
+            let (na, ni) = (B.min(a.n - a0), B.min(i.n - i0));
             let (ao, io) = (a0 as isize, i0 as isize);
             // SAFETY: the tile origin (a0, i0) lies inside the block.
             let (s, d) = unsafe {
@@ -679,9 +755,7 @@ unsafe fn macro_block<T: Word, const B: usize>(job: Job, a: Dim, i: Dim, p: Ptrs
                 // SAFETY: the (na, ni) block from the tile origin lies inside the block.
                 unsafe { block::<T>(s, d, na, ni, a, i) };
             }
-            a0 += B;
         }
-        i0 += B;
     }
 }
 
@@ -848,9 +922,10 @@ mod tests {
             .flat_map(|s| [(s, false), (s, true)])
         {
             for itemsize in [1, 2, 3, 4, 8, 12, 16] {
-                // Sides around one tile (64 bytes of elements) and around a macro block
-                // (256 elements for 1-byte ones), with tails not a multiple of the tile or of
-                // a register's elements.
+                // Sides around one tile (64 bytes of elements), around a macro block (256
+                // elements for 1-byte ones) and around a band of a streamed 1-byte transpose
+                // (256 lines of 4096), with tails not a multiple of the tile or of a
+                // register's elements.
                 let tile = (64 / itemsize).max(4) as i64;
                 for (n, m) in [
                     (tile, tile),
@@ -858,7 +933,10 @@ mod tests {
                     (3 * tile - 5, tile + 7),
                     (9, 2 * tile + 1),
                     (300, 257),
-                ] {
+                ]
+                .into_iter()
+                .chain((itemsize == 1).then_some((4096 + 70, 300)))
+                {
                     // The transpose of a C-order (m, n) array.
                     check_copy(itemsize, &[n, m], &[1, n], simd, stream);
                     // Its rows reversed, then its columns reversed.
