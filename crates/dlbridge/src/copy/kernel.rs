@@ -157,6 +157,17 @@ impl Ptrs {
             }
         }
     }
+
+    /// Both pointers moved to element `(x, y)` of a 2-D slab whose loops are `a` (`x`) and `i`
+    /// (`y`).
+    ///
+    /// # Safety
+    /// As for [`Ptrs::advance`].
+    unsafe fn at(self, a: Dim, i: Dim, x: usize, y: usize, itemsize: usize) -> Self {
+        let (x, y) = (x as isize, y as isize);
+        // SAFETY: caller's contract.
+        unsafe { self.advance(x * a.src + y * i.src, x * a.dst + y * i.dst, itemsize) }
+    }
 }
 
 /// What a copy writes into.
@@ -630,15 +641,8 @@ unsafe fn tiled<T: Word, const B: usize>(job: Job, a: Dim, i: Dim, p: Ptrs) {
         let mut i0 = 0;
         while i0 < i.n {
             let ni = m.min(i.n - i0);
-            let (ao, io) = (a0 as isize, i0 as isize);
             // SAFETY: the macro block origin (a0, i0) lies inside the slab.
-            let q = unsafe {
-                p.advance(
-                    ao * a.src + io * i.src,
-                    ao * a.dst + io * i.dst,
-                    size_of::<T>(),
-                )
-            };
+            let q = unsafe { p.at(a, i, a0, i0, size_of::<T>()) };
             let (sa, si) = (Dim { n: na, ..a }, Dim { n: ni, ..i });
             // SAFETY: the (na, ni) block from its origin lies inside the slab.
             unsafe { walk_tiles::<T, B>(job, sa, si, q, Walk::AlongSource) };
@@ -681,15 +685,8 @@ unsafe fn banded<T: Word, const B: usize>(job: Job, a: Dim, i: Dim, p: Ptrs) {
         let ni = BAND_LINES.min(i.n - i0);
         for a0 in (0..a.n).step_by(BAND_WIDTH) {
             let na = BAND_WIDTH.min(a.n - a0);
-            let (ao, io) = (a0 as isize, i0 as isize);
             // SAFETY: the band origin (a0, i0) lies inside the slab.
-            let q = unsafe {
-                p.advance(
-                    ao * a.src + io * i.src,
-                    ao * a.dst + io * i.dst,
-                    size_of::<T>(),
-                )
-            };
+            let q = unsafe { p.at(a, i, a0, i0, size_of::<T>()) };
             #[cfg(target_arch = "x86_64")]
             if a.src == 1 {
                 let size = size_of::<T>();
@@ -724,7 +721,6 @@ enum Walk {
 unsafe fn walk_tiles<T: Word, const B: usize>(job: Job, a: Dim, i: Dim, p: Ptrs, walk: Walk) {
     let unit = a.src == 1 && i.dst == 1;
     let stream_pitch = job.stream && (a.dst * size_of::<T>() as isize) % 16 == 0;
-    let (src, dst) = (p.src.cast::<T>(), p.dst.cast::<T>());
     let mut buf = [[T::default(); B]; B];
     let (outer, inner) = match walk {
         Walk::AlongSource => (i.n, a.n),
@@ -737,14 +733,9 @@ unsafe fn walk_tiles<T: Word, const B: usize>(job: Job, a: Dim, i: Dim, p: Ptrs,
                 Walk::AlongDestination => (o, n),
             };
             let (na, ni) = (B.min(a.n - a0), B.min(i.n - i0));
-            let (ao, io) = (a0 as isize, i0 as isize);
             // SAFETY: the tile origin (a0, i0) lies inside the block.
-            let (s, d) = unsafe {
-                (
-                    src.offset(ao * a.src + io * i.src),
-                    dst.offset(ao * a.dst + io * i.dst),
-                )
-            };
+            let q = unsafe { p.at(a, i, a0, i0, size_of::<T>()) };
+            let (s, d) = (q.src.cast::<T>(), q.dst.cast::<T>());
             if na == B && ni == B && unit {
                 let stream = stream_pitch && d as usize % 16 == 0;
                 // SAFETY: a full tile inside the block with unit source stride along `a` and
