@@ -672,11 +672,11 @@ const MACRO_MAX: usize = 256;
 /// is written 256 bytes at a time (streaming 64 bytes into each of 4096 lines took 1.3 ms in
 /// the macro-block order, 0.59 ms down columns of tiles, and 0.39 ms, as fast as in order,
 /// with 256 bytes per line). The same C loop took 1.06-1.13 ms on one thread. From Python
-/// (medians, same machine), 4096² uint8: `copy()` 0.96-1.02 ms before against 0.63-0.85 ms,
-/// one thread 1.62-1.78 against 1.12-1.42 ms; into an existing array 0.93-1.17 against
-/// 0.68-1.02 ms. For wider elements, whose tiles gather fewer lines, bands did not pay (into an
-/// existing array, float32 3.4-3.5 ms both ways, bfloat16 1.7-1.9 against 1.6-1.7, float64
-/// 5.4 against 6.8-7.0).
+/// (medians, same machine), 4096² uint8: `copy()` 0.96-1.02 ms before against 0.54-0.85 ms,
+/// one thread 1.62-1.98 against 1.12-1.42 ms; into an existing array 0.93-1.40 against
+/// 0.66-1.06 ms, one thread 2.5 against 1.8 ms. For wider elements, whose tiles gather fewer
+/// lines, bands did not pay (into an existing array, float32 3.4-3.5 ms both ways, bfloat16
+/// 1.7-1.9 against 1.6-1.7, float64 5.4 against 6.8-7.0).
 ///
 /// # Safety
 /// As for [`tiles`], with `size_of::<T>()`-byte elements.
