@@ -221,8 +221,8 @@ pub(super) fn prefetch_lines(start: *const u8, pitch: isize, lines: usize, bytes
     for y in 0..lines as isize {
         let line = start.wrapping_offset(y * pitch);
         for x in (0..bytes).step_by(64) {
-            // SAFETY: a prefetch is a hint, which never faults and reads nothing, whatever the
-            // address; SSE is part of the x86-64 baseline.
+            // SAFETY: a prefetch is a hint: whatever the address, it never faults and changes
+            // no memory; SSE is part of the x86-64 baseline.
             unsafe { _mm_prefetch::<_MM_HINT_T1>(line.wrapping_add(x).cast()) };
         }
     }
