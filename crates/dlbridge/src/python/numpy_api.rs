@@ -342,7 +342,10 @@ fn native_order(byteorder: c_char) -> bool {
     } else {
         b'>'
     };
-    matches!(byteorder as u8, b'=' | b'|') || byteorder as u8 == native
+    // `c_char` is `i8` on x86-64 and `u8` on aarch64 Linux, where the cast changes nothing.
+    #[allow(clippy::unnecessary_cast)]
+    let byte = byteorder as u8;
+    matches!(byte, b'=' | b'|') || byte == native
 }
 
 /// `NPY_TYPES` numbers of the builtin numeric types.

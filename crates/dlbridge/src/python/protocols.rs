@@ -5,6 +5,7 @@
 //! instance for a missing attribute raises and clears an AttributeError, which costs more than
 //! the whole exchange; the cache avoids that on every call.
 
+use std::os::raw::c_ulong;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -127,8 +128,10 @@ fn fixed_method(
     name: &Bound<'_, PyString>,
 ) -> PyResult<Option<&'static Py<PyAny>>> {
     let py = ty.py();
-    let flags =
-        |t: &Bound<'_, PyAny>| -> PyResult<u64> { t.getattr(intern!(py, "__flags__"))?.extract() };
+    // `tp_flags` is a C `unsigned long`: 64 bits on Linux and macOS, 32 on Windows.
+    let flags = |t: &Bound<'_, PyAny>| -> PyResult<c_ulong> {
+        t.getattr(intern!(py, "__flags__"))?.extract()
+    };
     if flags(ty.as_any())? & ffi::Py_TPFLAGS_IMMUTABLETYPE == 0
         || ty
             .getattr(intern!(py, "__dictoffset__"))?
