@@ -1,8 +1,9 @@
 """Hostile input: a table of malformed inputs, each with its exact exception type
 (DECISIONS.md "Exceptions"), and hypothesis-generated hostile dicts and capsules.
 
-- ``TypeError``: nothing exchangeable (list, int, a capsule that is not a DLPack capsule, a
-  producer whose ``__dlpack__`` returns something that is not a capsule);
+- ``dlbridge.NoProtocolError`` (a ``TypeError`` and an ``AttributeError``): nothing
+  exchangeable (list, int, a capsule that is not a DLPack capsule);
+- ``TypeError``: a producer whose ``__dlpack__`` returns something that is not a capsule;
 - ``BufferError``: a valid protocol whose data cannot be exchanged (consumed capsules, unknown
   major versions, invalid layouts, NULL strides on 1.2+, unsupported dtypes, byte order,
   misaligned data under ``copy=False``, malformed ``__array_interface__`` /
@@ -253,17 +254,18 @@ def float8_to_old_consumer() -> Case:
 def producer_wrong_capsule() -> Case:
     fake = _fake()
     producer = Producer(lambda: fake.capsule(b"not_a_dltensor"))
-    return Case(lambda: dlbridge.from_dlpack(producer), TypeError, [fake], deletes=0)
+    return Case(lambda: dlbridge.from_dlpack(producer), dlbridge.NoProtocolError, [fake], deletes=0)
 
 
 TABLE: dict[str, Callable[[], Case]] = {
-    # --- not exchangeable: TypeError
-    "list": lambda: Case(lambda: dlbridge.from_dlpack([1, 2]), TypeError),
-    "int": lambda: Case(lambda: dlbridge.from_dlpack(3), TypeError),
-    "str": lambda: Case(lambda: dlbridge.from_dlpack("abc"), TypeError),
-    "object": lambda: Case(lambda: dlbridge.from_dlpack(object()), TypeError),
-    "capsule-other-name": named_capsule_case(b"not_a_dltensor", TypeError),
-    "capsule-exchange-api-name": named_capsule_case(b"dlpack_exchange_api", TypeError),
+    # --- not exchangeable: NoProtocolError (a TypeError and an AttributeError)
+    "list": lambda: Case(lambda: dlbridge.from_dlpack([1, 2]), dlbridge.NoProtocolError),
+    "int": lambda: Case(lambda: dlbridge.from_dlpack(3), dlbridge.NoProtocolError),
+    "str": lambda: Case(lambda: dlbridge.from_dlpack("abc"), dlbridge.NoProtocolError),
+    "object": lambda: Case(lambda: dlbridge.from_dlpack(object()), dlbridge.NoProtocolError),
+    "capsule-other-name": named_capsule_case(b"not_a_dltensor", dlbridge.NoProtocolError),
+    "capsule-exchange-api-name": named_capsule_case(b"dlpack_exchange_api",
+                                                    dlbridge.NoProtocolError),
     # --- capsules: BufferError
     "capsule-used_dltensor": named_capsule_case(b"used_dltensor", BufferError),
     "capsule-used_dltensor_versioned": named_capsule_case(b"used_dltensor_versioned", BufferError),

@@ -1009,10 +1009,11 @@ def test_arrow_refused_falls_back_to_dlpack():
     assert t.tolist() == list(range(6)) and not t.readonly  # DLPack: the source is writable
 
 
-def test_every_protocol_refused_is_a_type_error_naming_each():
+def test_every_protocol_refused_is_a_buffer_error_naming_each():
+    # The object speaks protocols (so not a TypeError): its producer declined this data.
     refusing = ("__arrow_c_device_array__", "__arrow_c_array__", "__arrow_c_device_stream__",
                 "__arrow_c_stream__", "__dlpack__")
-    with pytest.raises(TypeError, match="every protocol it offers refused") as ei:
+    with pytest.raises(BufferError, match="every protocol it offers refused") as ei:
         dlbridge.from_dlpack(_producer(refusing=refusing))
     message = str(ei.value)
     positions = [message.index(f"{name} raised NotImplementedError: {name} is not supported")
@@ -1048,10 +1049,10 @@ def test_from_arrow_passes_over_refusing_arrow_protocols(refusing):
     assert t.tolist() == list(range(6)) and t.readonly
 
 
-def test_from_arrow_every_arrow_protocol_refused_is_a_type_error_naming_each():
+def test_from_arrow_every_arrow_protocol_refused_is_a_buffer_error_naming_each():
     refusing = ("__arrow_c_device_array__", "__arrow_c_array__", "__arrow_c_device_stream__",
                 "__arrow_c_stream__")
-    with pytest.raises(TypeError, match="every Arrow protocol it offers refused") as ei:
+    with pytest.raises(BufferError, match="every Arrow protocol it offers refused") as ei:
         dlbridge.from_arrow(_producer(refusing=refusing))
     message = str(ei.value)
     positions = [message.index(f"{name} raised NotImplementedError: {name} is not supported")

@@ -9,7 +9,8 @@ The public API:
 - :class:`Tensor` exports itself through ``__dlpack__``, the buffer protocol,
   ``__array_interface__`` and the Arrow PyCapsule interface.
 - :class:`DType` and :class:`Device` describe element types and devices; :func:`copyto`
-  copies elements into an existing tensor.
+  copies elements into an existing tensor; :class:`NoProtocolError` (a TypeError and an
+  AttributeError) is raised for objects that offer no exchange protocol.
 - :func:`convert` turns an array of one library into an array of another (``"numpy"``,
   ``"torch"``, ``"jax"``, ``"dpnp"``, ``"pyarrow"``...), on the device asked, copied or not as
   asked; :func:`explain` returns its :class:`Plan` without running it.
@@ -23,6 +24,7 @@ from ._native import (
     DLPACK_VERSION,
     Device,
     DType,
+    NoProtocolError,
     Tensor,
     __version__,
     copyto,
@@ -40,6 +42,7 @@ __all__ = [
     "DLPACK_VERSION",
     "DType",
     "Device",
+    "NoProtocolError",
     "Plan",
     "Tensor",
     "__version__",

@@ -10,13 +10,28 @@ DLPACK_VERSION: tuple[int, int]
 class DType:
     """An element type: DLPack code, bits per lane and lanes.
 
-    Compares equal to its name (``DType("float32") == "float32"``) and to other DTypes;
-    pickles as its name.
+    Speaks the dtype exchange protocol: :meth:`__dlpack_data_type__` gives the DLPack
+    ``(code, bits, lanes)`` triple, so libraries that read the protocol take a DType as their
+    own dtype. Compares equal to anything the constructor takes (``DType("float32") ==
+    "float32" == numpy.float32``); pickles as its name.
     """
 
-    def __init__(self, name: str) -> None:
-        """Look a dtype up by its NumPy / ml_dtypes name (or a vector type's name such as
-        ``"float32x4"``, as :attr:`name` gives it); ValueError if unknown."""
+    def __init__(self, dtype: Any) -> None:
+        """Parse a dtype, as every dlbridge API that takes one does:
+
+        - a NumPy / ml_dtypes name (or a vector type's name such as ``"float32x4"``, as
+          :attr:`name` gives it), or a DType;
+        - any object with ``__dlpack_data_type__()`` returning a ``(code, bits, lanes)`` tuple
+          (the dtype exchange protocol, spoken by Paddle's dtypes);
+        - a NumPy dtype or scalar type (``numpy.float32``), an ml_dtypes type
+          (``ml_dtypes.bfloat16``), a torch dtype, a JAX scalar type (``jax.numpy.float32``)
+          or a tvm-ffi dtype.
+
+        TypeError for any other type; ValueError for an unknown name, a NumPy dtype of
+        non-native byte order or without a DLPack equivalent, a peer's dtype dlbridge does not
+        know (``torch.complex32``), and a protocol value that is not a tuple of three integers
+        or names no DLPack dtype. An exception raised by ``__dlpack_data_type__`` itself
+        propagates."""
     @property
     def name(self) -> str:
         """The NumPy / ml_dtypes name, e.g. ``"float32"``, ``"bfloat16"``, ``"float8_e4m3fn"``;
@@ -33,18 +48,34 @@ class DType:
     @property
     def itemsize(self) -> int:
         """Bytes per element (``ceil(bits * lanes / 8)``)."""
+    def __dlpack_data_type__(self) -> tuple[int, int, int]:
+        """``(code, bits, lanes)``, as DLPack's ``DLDataType`` holds them."""
     def __eq__(self, other: object) -> bool: ...
     def __hash__(self) -> int: ...
 
 class Device:
     """A device: DLPack device type and ordinal.
 
-    Compares equal to its string form (``"cpu"``, ``"cuda:1"``, ``"oneapi:0"``), to other
-    Devices and to ``(type, id)`` tuples; pickles as its ``(type, id)`` pair.
+    Speaks the device exchange protocol: :meth:`__dlpack_device__` gives the DLPack
+    ``(device_type, device_id)`` pair, so libraries that read the protocol take a Device as
+    their own device. Compares equal to anything the constructor takes (its string form
+    ``"cpu"``, ``"cuda:1"``, ``"oneapi:0"``, a ``(type, id)`` tuple, ...); pickles as its
+    ``(type, id)`` pair.
     """
 
-    def __init__(self, device: "str | tuple[int, int] | Device") -> None:
-        """Parse ``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``(type, id)`` tuple; ValueError if invalid."""
+    def __init__(self, device: Any) -> None:
+        """Parse a device, as every dlbridge API that takes one does:
+
+        - ``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``(type, id)`` tuple, or a Device;
+        - any object with ``__dlpack_device__()`` returning a ``(device_type, device_id)``
+          tuple (the device exchange protocol, spoken by Paddle's places, and by arrays, which
+          stand for their device);
+        - a torch, JAX, dpnp / dpctl (SYCL, a oneAPI device) or tvm-ffi device.
+
+        TypeError for any other type; ValueError for an unknown name, and for a tuple (given
+        or returned by the protocol) that is not two integers, has a type below 1 or a
+        negative id. Unknown positive device types are kept. An exception raised by
+        ``__dlpack_device__`` itself propagates."""
     @property
     def type(self) -> int:
         """The DLPack device type (``kDLCPU`` = 1, ``kDLCUDA`` = 2, ``kDLOneAPI`` = 14, ...)."""
@@ -142,12 +173,12 @@ class Tensor:
         """``__cuda_array_interface__`` v3 (CUDA device, managed or pinned memory only;
         AttributeError elsewhere, so ``hasattr`` tells consumers which protocol to use)."""
     def to_device(self, device: Any, /, *, stream: int | None = None) -> "Tensor":
-        """This tensor on ``device`` (``"cpu"``, ``"cuda:0"``, a Device, a torch/jax/dpnp device):
+        """This tensor on ``device`` (anything :class:`Device` takes: ``"cpu"``, ``"cuda:0"``, ...):
         itself when already there, else a copy with ``is_copied`` set. Host results are complete
         on return; device copies are enqueued on ``stream`` (default: the legacy default stream)."""
-    def view(self, dtype: "DType | str") -> "Tensor":
-        """The same memory read as ``dtype`` (same item size), zero-copy: e.g. uint16 bytes as
-        bfloat16. ValueError when the item sizes differ."""
+    def view(self, dtype: Any) -> "Tensor":
+        """The same memory read as ``dtype`` (anything :class:`DType` takes, of the same item
+        size), zero-copy: e.g. uint16 bytes as bfloat16. ValueError when the item sizes differ."""
     def contiguous(self) -> "Tensor":
         """A C-contiguous tensor with the same values: itself when already C-contiguous."""
     def copy(self, order: Literal["C", "F"] = "C") -> "Tensor":
@@ -215,6 +246,15 @@ class Tensor:
         """Pickle support (see the class docstring): ``(reconstructor, (data, metadata))``,
         the data a ``pickle.PickleBuffer`` from protocol 5, bytes before."""
 
+class NoProtocolError(TypeError, AttributeError):
+    """The object offers no array exchange protocol: no ``__dlpack__``, DLPack capsule, Arrow
+    PyCapsule interface, ``__cuda_array_interface__``, buffer protocol or
+    ``__array_interface__`` (a list, an int, a plain object, a capsule of another kind).
+
+    Both a TypeError (what dlbridge documents) and an AttributeError (what the array API's
+    ``from_dlpack`` names, and NumPy and PyArrow raise), so code written for either catches it.
+    """
+
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Tensor:
     """Import any array-like as a Tensor, zero-copy when possible.
 
@@ -225,12 +265,15 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
     arrays, except pyarrow's integer and float arrays, whose own ``__dlpack__`` is faster),
     ``__dlpack__`` (versioned, legacy fallback), ``__cuda_array_interface__``, the buffer
     protocol and ``__array_interface__``. A protocol whose method raises NotImplementedError is
-    passed over for the next one the object offers (TypeError naming each refusal when all do);
-    any other error from the producer is raised as it is. Arrow imports are read-only and keep a
+    passed over for the next one the object offers (BufferError naming each refusal when all
+    do); any other error from the producer is raised as it is. An object that offers no
+    protocol at all raises :class:`NoProtocolError`, a TypeError and an AttributeError. A torch
+    tensor DLPack cannot describe (sparse, mkldnn, nested, quantized, on the meta device) is a
+    BufferError naming the call that makes an exportable one. Arrow imports are read-only and keep a
     ``fixed_shape_tensor``'s ``dim_names``; nulls are a BufferError (see :func:`from_arrow`);
     bit-packed booleans and several stream chunks need a copy (several chunks on a device the host
-    cannot read are a BufferError). ``device`` asks the producer first, then dlbridge's own
-    transfer. ``copy=True`` always copies, ``copy=False`` never does (BufferError if it must),
+    cannot read are a BufferError). ``device`` (anything :class:`Device` takes) asks the producer
+    first, then dlbridge's own transfer. ``copy=True`` always copies, ``copy=False`` never does (BufferError if it must),
     ``copy=None`` copies only when needed.
     """
 
@@ -264,10 +307,10 @@ def from_arrow(
 
     ``x``: any object with the Arrow PyCapsule interface (``__arrow_c_device_array__``,
     ``__arrow_c_array__``, ``__arrow_c_stream__``: arrays, chunked arrays, streams, from
-    pyarrow, nanoarrow, arro3, polars...); anything else is a TypeError (use :func:`from_dlpack`).
+    pyarrow, nanoarrow, arro3, polars...); anything else is a :class:`NoProtocolError`, a TypeError (use :func:`from_dlpack`).
     The protocols are tried in that order (device variants first); one that raises
-    NotImplementedError is passed over for the next, and when every one offered does, the
-    TypeError names each. Without options this is :func:`from_dlpack`'s Arrow import: zero-copy and read-only, with
+    NotImplementedError is passed over for the next, and when every one offered does, a
+    BufferError names each. Without options this is :func:`from_dlpack`'s Arrow import: zero-copy and read-only, with
     a BufferError for nulls.
 
     - ``fill_null=v``: nulls become ``v`` in a fresh, writable, C-contiguous copy (``is_copied``);

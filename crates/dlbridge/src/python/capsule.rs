@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 
 use crate::ffi::dlpack::{DLManagedTensor, DLManagedTensorVersioned};
 use crate::managed::ManagedTensor;
+use crate::python::errors;
 use crate::tensor::Tensor;
 
 /// Capsule name of a fresh versioned managed tensor.
@@ -119,8 +120,9 @@ fn flavor(obj: &Bound<'_, PyAny>) -> PyResult<(&'static CStr, &'static CStr, boo
         Some(n) if n == USED_VERSIONED || n == USED_LEGACY => Err(PyBufferError::new_err(
             "this DLPack capsule was already consumed; a capsule can be imported only once, call __dlpack__() again for a new one",
         )),
-        _ => Err(PyTypeError::new_err(
-            "the capsule is not a DLPack capsule (expected the name \"dltensor\" or \"dltensor_versioned\")",
+        _ => Err(errors::no_protocol_error(
+            obj.py(),
+            "the capsule is not a DLPack capsule (expected the name \"dltensor\" or \"dltensor_versioned\")".to_owned(),
         )),
     }
 }
@@ -128,15 +130,27 @@ fn flavor(obj: &Bound<'_, PyAny>) -> PyResult<(&'static CStr, &'static CStr, boo
 /// Consume a DLPack capsule: validate, rename to the `used_` name, clear its destructor, and
 /// own the tensor. On any failure the capsule is left as it was, so its destructor still
 /// deletes the tensor.
+///
+/// One capsule consumed from several threads at once is taken by exactly one of them; the
+/// others get the BufferError of a consumed capsule. The check of the name and the rename run
+/// inside a critical section on the capsule (CPython's per-object lock on free-threaded
+/// builds; on builds with the GIL, CPython makes it a no-op because the attached thread runs
+/// alone), and nothing between them calls into Python code or detaches the thread, so the
+/// section is never suspended.
 pub fn consume(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    pyo3::sync::critical_section::with_critical_section(obj, || consume_locked(obj))
+}
+
+/// [`consume`], inside the critical section on `obj`.
+fn consume_locked(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let (fresh, used, versioned) = flavor(obj)?;
     // SAFETY: the capsule is named `fresh` (checked above); GetPointer sets an exception and
     // returns NULL for a NULL pointer, which is refused here.
     let raw = unsafe { ffi::PyCapsule_GetPointer(obj.as_ptr(), fresh.as_ptr()) };
     if raw.is_null() {
         drop(PyErr::take(obj.py()));
-        return Err(PyTypeError::new_err(
-            "the capsule is not a DLPack capsule: its pointer is NULL",
+        return Err(PyBufferError::new_err(
+            "invalid DLPack capsule: its pointer is NULL; ask the producer for a new one",
         ));
     }
     // SAFETY: the pointer of a fresh DLPack capsule of this name is an owned managed tensor of

@@ -1,7 +1,9 @@
 //! [`Error`] -> Python exception, by [`ErrorKind`], with the way out in Python's words.
 
-use pyo3::PyErr;
-use pyo3::exceptions::{PyBufferError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
 
 use crate::error::{Error, ErrorKind};
 use crate::ffi::dlpack::DLPACK_MINOR_VERSION;
@@ -62,6 +64,45 @@ fn hint(e: &Error) -> Option<String> {
 /// A BufferError with `msg`.
 pub fn buffer_error(msg: impl Into<String>) -> PyErr {
     PyBufferError::new_err(msg.into())
+}
+
+/// `dlbridge.NoProtocolError`: raised for an object that offers no exchange protocol at all.
+/// It derives from both `TypeError` (what dlbridge has always documented) and
+/// `AttributeError` (what the array API's `from_dlpack` names, and what NumPy, PyArrow and
+/// array-api-strict raise), so code written against either catches it.
+pub(crate) fn no_protocol_error_type(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    let ty = TYPE.get_or_try_init(py, || {
+        let bases = PyTuple::new(
+            py,
+            [
+                py.get_type::<PyTypeError>(),
+                py.get_type::<PyAttributeError>(),
+            ],
+        )?;
+        let namespace = PyDict::new(py);
+        namespace.set_item("__module__", "dlbridge")?;
+        namespace.set_item(
+            "__doc__",
+            "The object offers no array exchange protocol (no __dlpack__, DLPack capsule, Arrow \
+             PyCapsule interface, buffer protocol or array interface). A TypeError and an \
+             AttributeError.",
+        )?;
+        py.get_type::<PyType>()
+            .call1(("NoProtocolError", bases, namespace))?
+            .cast_into::<PyType>()
+            .map(Bound::unbind)
+            .map_err(PyErr::from)
+    })?;
+    Ok(ty.bind(py))
+}
+
+/// A [`no_protocol_error_type`] exception with `msg`.
+pub(crate) fn no_protocol_error(py: Python<'_>, msg: String) -> PyErr {
+    match no_protocol_error_type(py) {
+        Ok(ty) => PyErr::from_type(ty.clone(), msg),
+        Err(err) => err,
+    }
 }
 
 #[cfg(test)]

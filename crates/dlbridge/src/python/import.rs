@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::ffi::dlpack::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
 use crate::python::protocols::Protocols;
 use crate::python::{
-    array_interface, arrow, buffer, call, capsule, cuda_array_interface, protocols, torch,
+    array_interface, arrow, buffer, call, capsule, cuda_array_interface, errors, protocols, torch,
 };
 use crate::tensor::Tensor;
 
@@ -115,7 +115,11 @@ pub(crate) fn exchange_table(
     let (Some(api), None) = (offers.exchange, device) else {
         return Ok(None);
     };
-    let Some(tensor) = api.import(obj)? else {
+    let imported = match api.import(obj) {
+        Err(err) if offers.torch_tensor => return Err(torch::export_refused(obj, err)),
+        imported => imported?,
+    };
+    let Some(tensor) = imported else {
         return Ok(None);
     };
     // Checked after the export, whose dtype says which states the tensor can have (a refusal
@@ -218,6 +222,7 @@ fn import_named(
         return unnamed(tensor);
     }
     if offers.torch_tensor {
+        torch::check_describable(obj)?;
         torch::check_exportable(obj)?;
     }
     if let Some(tensor) = pyarrow_numeric(obj, &offers)? {
@@ -263,9 +268,12 @@ fn import_named(
         .name()
         .map(|n| n.to_string())
         .unwrap_or_default();
-    Err(PyTypeError::new_err(format!(
-        "cannot import an object of type {type_name}: it offers none of __dlpack__, a DLPack capsule, __cuda_array_interface__, the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__...), the buffer protocol or __array_interface__ (for a Python list, build an array first, e.g. numpy.asarray)"
-    )))
+    Err(errors::no_protocol_error(
+        py,
+        format!(
+            "cannot import an object of type {type_name}: it offers none of __dlpack__, a DLPack capsule, __cuda_array_interface__, the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__...), the buffer protocol or __array_interface__ (for a Python list, build an array first, e.g. numpy.asarray)"
+        ),
+    ))
 }
 
 /// A protocol of the general dispatch (after capsules, NumPy arrays, exchange tables and
@@ -370,8 +378,8 @@ fn after_refusal(
     Err(every_route_refused(obj, refusals))
 }
 
-/// The TypeError for an object every offered protocol of which raised NotImplementedError:
-/// each protocol and its error, the last error as the cause.
+/// The BufferError for an object every offered protocol of which refused
+/// (NotImplementedError): each protocol and its error, the last error as the cause.
 #[cold]
 fn every_route_refused(obj: &Bound<'_, PyAny>, refusals: Vec<(Route, PyErr)>) -> PyErr {
     let refusals = refusals
@@ -386,9 +394,10 @@ fn every_route_refused(obj: &Bound<'_, PyAny>, refusals: Vec<(Route, PyErr)>) ->
     )
 }
 
-/// The TypeError for an object whose protocols (by name) all refused, `what` saying which
+/// The BufferError for an object whose protocols (by name) all refused, `what` saying which
 /// ones: each protocol and its error in the order they were tried, then `way_out`; the last
-/// error is the cause.
+/// error is the cause. The object does speak a protocol, so this is not a TypeError: its
+/// producer declined to exchange this data.
 #[cold]
 pub(crate) fn refused_by_each(
     obj: &Bound<'_, PyAny>,
@@ -406,7 +415,7 @@ pub(crate) fn refused_by_each(
         .iter()
         .map(|(name, err)| format!("{name} raised {}", describe_error(py, err)))
         .collect();
-    let refused = PyTypeError::new_err(format!(
+    let refused = PyBufferError::new_err(format!(
         "cannot import an object of type {type_name}: {what} ({}); {way_out}",
         each.join("; ")
     ));

@@ -82,6 +82,67 @@ fn check(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<()> {
     }
 }
 
+/// BufferError when the torch tensor `obj` is one that DLPack cannot describe at all: a layout
+/// other than strided (sparse, mkldnn), a nested tensor, a quantized dtype, or the meta
+/// device (no data). torch's exports refuse these with errors of their own (a RuntimeError
+/// with a C++ backtrace from the exchange table); this names what is wrong and the call that
+/// makes an exportable tensor. Read with torch's Python attributes, which cost more than an
+/// import itself: called on the general path before any export, and on the fast path only
+/// after torch's exchange table refused the tensor.
+pub fn check_describable(obj: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = obj.py();
+    let refuse = |what: String, fix: &str| {
+        Err(PyBufferError::new_err(format!(
+            "the torch tensor {what}, which DLPack cannot describe; {fix}"
+        )))
+    };
+    let layout = obj.getattr(intern!(py, "layout"))?.str()?.to_string();
+    if obj.getattr(intern!(py, "is_nested"))?.is_truthy()? {
+        return refuse(
+            "is nested (its rows have different lengths)".to_owned(),
+            "call .to_padded_tensor(0) or .unbind() first",
+        );
+    }
+    if layout != "torch.strided" {
+        let layout = layout.trim_start_matches("torch.").trim_start_matches('_');
+        return refuse(format!("is {layout}"), "call .to_dense() first");
+    }
+    if obj.getattr(intern!(py, "is_quantized"))?.is_truthy()? {
+        let dtype = obj.getattr(intern!(py, "dtype"))?.str()?.to_string();
+        return refuse(
+            format!("is quantized ({dtype})"),
+            "call .dequantize() first (or .int_repr() for the stored integers)",
+        );
+    }
+    if obj.getattr(intern!(py, "is_meta"))?.is_truthy()? {
+        return refuse(
+            "is on the meta device (it has no data)".to_owned(),
+            "call torch.empty_like(t, device=\"cpu\") first (a tensor with data)",
+        );
+    }
+    Ok(())
+}
+
+/// The error for a torch tensor whose export through torch's exchange table failed with
+/// `err`: the BufferError of [`check_describable`] when the tensor is one DLPack cannot
+/// describe, else `err` as a BufferError (the producer refused the export), `err` its cause.
+pub fn export_refused(obj: &Bound<'_, PyAny>, err: PyErr) -> PyErr {
+    let py = obj.py();
+    if let Err(undescribable) = check_describable(obj) {
+        undescribable.set_cause(py, Some(err));
+        return undescribable;
+    }
+    if err.is_instance_of::<PyBufferError>(py) {
+        return err;
+    }
+    let refused = PyBufferError::new_err(format!(
+        "torch could not export the tensor through DLPack: {}",
+        err.value(py)
+    ));
+    refused.set_cause(py, Some(err));
+    refused
+}
+
 /// The C functions that read the three states, taken from the first torch tensor type seen
 /// (every torch tensor type derives from the one base class that defines them).
 struct StateReaders {

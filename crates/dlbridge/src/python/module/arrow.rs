@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyTuple};
 
 use crate::arrow::{FillValue, Imported, Nulls, all_valid};
+use crate::python::errors;
 use crate::python::import::refused_by_each;
 use crate::python::{arrow, import, protocols};
 
@@ -35,7 +36,8 @@ fn fill_value(value: &Bound<'_, PyAny>) -> PyResult<FillValue> {
 /// Import `x` through the first Arrow protocol its type offers that does not raise
 /// NotImplementedError (the interface's way of saying "not this protocol", e.g. a device
 /// method on a host-only build); any other error is about the data and is raised as it is.
-/// A TypeError when the type offers none, or when every one it offers refused (naming each).
+/// NoProtocolError (a TypeError) when the type offers none; a BufferError naming each refusal
+/// when every one it offers refused.
 fn import_first_accepted(
     x: &Bound<'_, PyAny>,
     copy: Option<bool>,
@@ -56,10 +58,13 @@ fn import_first_accepted(
         }
     }
     if refusals.is_empty() {
-        return Err(PyTypeError::new_err(format!(
-            "from_arrow needs an object with the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__...); {} offers none: use dlbridge.from_dlpack for other arrays",
-            x.get_type().name()?
-        )));
+        return Err(errors::no_protocol_error(
+            py,
+            format!(
+                "from_arrow needs an object with the Arrow PyCapsule interface (__arrow_c_array__, __arrow_c_stream__...); {} offers none: use dlbridge.from_dlpack for other arrays",
+                x.get_type().name()?
+            ),
+        ));
     }
     Err(refused_by_each(
         x,

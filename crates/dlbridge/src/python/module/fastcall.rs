@@ -46,8 +46,11 @@ C API), the producer's DLPack C exchange API (e.g. torch), the Arrow PyCapsule i
 arrays, except pyarrow's integer and float arrays, whose own ``__dlpack__`` is faster),
 ``__dlpack__`` (versioned, legacy fallback), ``__cuda_array_interface__``, the buffer
 protocol and ``__array_interface__``. A protocol whose method raises NotImplementedError is
-passed over for the next one the object offers (TypeError naming each refusal when all do);
-any other error from the producer is raised as it is. Arrow imports are read-only and keep a
+passed over for the next one the object offers (BufferError naming each refusal when all do);
+any other error from the producer is raised as it is. An object that offers no protocol at all
+raises NoProtocolError, a TypeError and an AttributeError. A torch tensor DLPack cannot
+describe (sparse, mkldnn, nested, quantized, on the meta device) is a BufferError naming the
+call that makes an exportable one. Arrow imports are read-only and keep a
 ``fixed_shape_tensor``'s ``dim_names``; nulls are a BufferError (see :func:`from_arrow`);
 bit-packed booleans and several stream chunks need a copy (several chunks on a device the host
 cannot read are a BufferError). ``device`` asks the producer first, then dlbridge's own

@@ -53,14 +53,17 @@ fn copyto(dst: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<()> {
         Ok(t) => t.get().0.clone(),
         Err(_) => import::from_object(src, None, None)?,
     };
-    // SAFETY: the GIL is held for the whole copy, so no Python code can touch `dst`'s memory
-    // meanwhile; foreign threads writing the same memory are the caller's concern, exactly as
-    // with numpy.copyto.
+    // SAFETY: `copy_into` writes only inside `dst`'s validated layout, and refuses read-only
+    // memory. The elements themselves have no lock, in Python as in NumPy: that no other
+    // thread reads or writes them during the copy is the caller's rule, exactly as with
+    // `numpy.copyto` (on a free-threaded interpreter another thread may run at any moment).
+    // This call runs no Python code and holds no other view of `dst` while it writes.
     unsafe { crate::copy::copy_into(&dst.get().0, &src) }?;
     Ok(())
 }
 
-/// Add the classes `Tensor`, `DType` and `Device`, the functions `from_dlpack`, `copyto`,
+/// Add the classes `Tensor`, `DType` and `Device`, the exception `NoProtocolError`, the
+/// functions `from_dlpack`, `copyto`,
 /// `from_arrow`, `to_numpy` and `to_shared` (with the reconstructors pickles name), and
 /// `DLPACK_VERSION` (the highest DLPack version exported) to
 /// the module `m`.
@@ -76,6 +79,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fastcall::install(m)?;
     m.add_class::<PyDType>()?;
     m.add_class::<PyDevice>()?;
+    m.add(
+        "NoProtocolError",
+        crate::python::errors::no_protocol_error_type(m.py())?,
+    )?;
     m.add_function(wrap_pyfunction!(copyto, m)?)?;
     m.add_function(wrap_pyfunction!(arrow::from_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(numpy::to_numpy, m)?)?;

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyComplex, PyDict, PyList, PyTuple};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyComplex, PyDict, PyInt, PyList, PyTuple};
 
 use crate::export::Flavor;
 use crate::python::{
@@ -16,7 +17,7 @@ use crate::{DType, Device, DeviceType, Order, Tensor, TypeCode, cuda};
 
 use super::exchange::API;
 use super::pyarrow::{CapsuleImport, dlpack_route, pyarrow};
-use super::types::{PyDType, PyDevice, parse_device};
+use super::types::{PyDType, PyDevice, parse_device, parse_dtype};
 
 /// An owned, validated view of array memory, and the names of its dimensions when an Arrow
 /// `fixed_shape_tensor` gave them (kept here, not in the Rust tensor, so that no other import
@@ -62,23 +63,61 @@ pub(super) fn import_object(
     Ok(PyTensor(tensor, row_and_cell_names(cell_names)))
 }
 
-/// The consumer's `stream` for data on `device`, validated (ValueError for a bad value).
+/// `t.to_device(target)` for memory dlbridge cannot move itself (oneAPI, ...): the array
+/// library that owns such memory makes the copy, found by `dlbridge.convert` as `to_numpy`
+/// finds it (dpnp for oneAPI memory). `refused` (dlbridge's own error) is raised when the
+/// dlbridge package is not there to ask (a user's extension on its own) or no installed
+/// library can, with the reason as its cause.
+fn moved_by_library<'py>(
+    slf: &Bound<'py, PyTensor>,
+    target: Device,
+    refused: PyErr,
+) -> PyResult<Bound<'py, PyTensor>> {
+    static CONVERT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let py = slf.py();
+    let Ok(convert) = CONVERT.import(py, "dlbridge.convert", "convert") else {
+        return Err(refused);
+    };
+    let kwargs = PyDict::new(py);
+    kwargs.set_item(intern!(py, "device"), PyDevice(target))?;
+    match convert.call((slf, intern!(py, "dlbridge")), Some(&kwargs)) {
+        // The package's own Tensor type; another extension's Tensor is imported like any array.
+        Ok(moved) => match moved.cast_into_exact::<PyTensor>() {
+            Ok(moved) => Ok(moved),
+            Err(other) => Bound::new(py, import_object(other.into_inner().as_any(), None, None)?),
+        },
+        Err(why) => {
+            refused.set_cause(py, Some(why));
+            Err(refused)
+        }
+    }
+}
+
+/// A `stream` argument as an integer (`None` for none): TypeError for an argument that is not
+/// an int, ValueError for an int no stream handle can have.
+fn stream_value(stream: Option<&Bound<'_, PyAny>>) -> PyResult<Option<i64>> {
+    match stream.filter(|s| !s.is_none()) {
+        None => Ok(None),
+        Some(s) if !s.is_instance_of::<PyInt>() => Err(PyTypeError::new_err(format!(
+            "stream must be None or an int, not {}",
+            s.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))),
+        Some(s) => s.extract::<i64>().map(Some).map_err(|_| {
+            PyValueError::new_err(format!("stream {s} is out of range for a stream handle"))
+        }),
+    }
+}
+
+/// The consumer's `stream` for data on `device`, validated ([`stream_value`]; ValueError for a
+/// value not valid for the device).
 fn parse_stream(
     device: Device,
     stream: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<cuda::StreamRequest> {
-    let value = match stream.filter(|s| !s.is_none()) {
-        None => None,
-        Some(s) => Some(s.extract::<i64>().map_err(|_| {
-            PyValueError::new_err(format!(
-                "stream must be None or an int, not {}",
-                s.get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default()
-            ))
-        })?),
-    };
+    let value = stream_value(stream)?;
     // SAFETY: as DLPack specifies, a `stream` integer passed to `__dlpack__` (or `to_device`)
     // is the caller's promise that it names a live stream of the device; dlbridge cannot check
     // it and hands it to the driver as is.
@@ -339,21 +378,14 @@ impl PyTensor {
         nest(py, self.0.shape(), &mut items)
     }
 
-    /// The same memory read as `dtype` (a name or DType of the same item size), zero-copy:
-    /// e.g. uint16 bytes as bfloat16. ValueError when the item sizes differ.
+    /// The same memory read as `dtype` (anything `DType` takes, of the same item size),
+    /// zero-copy: e.g. uint16 bytes as bfloat16. ValueError when the item sizes differ.
     fn view<'py>(
         &self,
         py: Python<'py>,
         dtype: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyTensor>> {
-        let dtype = match dtype.cast::<PyDType>() {
-            Ok(d) => d.get().0,
-            Err(_) => {
-                let name: String = dtype.extract()?;
-                DType::from_name(&name)
-                    .ok_or_else(|| PyValueError::new_err(format!("unknown dtype name {name:?}")))?
-            }
-        };
+        let dtype = parse_dtype(dtype)?;
         Bound::new(py, PyTensor(self.0.view_as(dtype)?, self.1.clone()))
     }
 
@@ -378,17 +410,17 @@ impl PyTensor {
         if tensor.device() == target {
             return Ok(slf.clone());
         }
-        let value = match stream.filter(|s| !s.is_none()) {
-            None => None,
-            Some(s) => Some(
-                s.extract::<i64>()
-                    .map_err(|_| PyValueError::new_err("stream must be None or an int"))?,
-            ),
-        };
+        let value = stream_value(stream)?;
         // SAFETY: a `stream` integer from Python is the caller's promise that it names a live
         // stream (DLPack's contract); dlbridge hands it to the driver as is.
         let request = unsafe { cuda::transfer_stream(tensor.device(), target, value) }?;
-        let moved = cuda::to_device(tensor, target, request)?;
+        let moved = match cuda::to_device(tensor, target, request) {
+            Ok(moved) => moved,
+            Err(err @ crate::Error::UnsupportedDevice { .. }) => {
+                return moved_by_library(slf, target, err.into());
+            }
+            Err(err) => return Err(err.into()),
+        };
         Bound::new(slf.py(), PyTensor(moved, slf.get().1.clone()))
     }
 
