@@ -52,7 +52,7 @@ def convert(
     must be able to hold (else BufferError naming the ``device=`` to pass: e.g. ``"cpu"`` for
     NumPy and data on a GPU or SYCL device, a ``"oneapi"`` device for dpnp and host data). A
     device is anything ``dlbridge.Device`` parses (``"cpu"``, ``"cuda:1"``, ``(14, 0)``, a
-    torch / JAX / dpnp device). A device-to-host copy is asked of the producer first; a
+    torch / JAX / dpnp / tvm-ffi device, an object with ``__dlpack_device__``). A device-to-host copy is asked of the producer first; a
     host-to-device copy is made by the target library (the producer is never asked for the
     target's device); device to device is staged through the host when no library copies
     directly.
@@ -73,8 +73,9 @@ def convert(
     ``copies`` says how many times the data was copied (0: the result shares ``x``'s memory).
 
     Raises BufferError when the data cannot be exchanged as asked (the message names the fix),
-    TypeError when ``x`` offers no exchange protocol, ValueError for a bad ``to``, ``device``
-    or ``copy``, ImportError when the target library is not installed.
+    TypeError when ``x`` offers no exchange protocol or ``device`` is no device object,
+    ValueError for a bad ``to``, ``device`` or ``copy``, ImportError when the target library is
+    not installed.
     """
     route = build(x, to, device=device, copy=copy, detach=detach, resolve=resolve, run=True)
     result, plan = route.execute()
