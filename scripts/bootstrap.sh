@@ -4,8 +4,8 @@
 #
 # 1. creates the venv if missing or broken (python3 -m venv), at $VENV, else
 #    $DLBRIDGE_VENV, else <repo>/.venv;
-# 2. upgrades pip and installs requirements-test.txt (a no-op of a second or two when
-#    everything is already there);
+# 2. upgrades pip and installs requirements-test.txt, upgrading every peer to the newest
+#    release the registry serves (what a fresh machine gets);
 # 3. builds the extension and installs dlbridge into the venv: a profile-guided
 #    `maturin develop --release` (scripts/pgo.sh; DLBRIDGE_PGO=0 for the plain build).
 #
@@ -65,9 +65,11 @@ fi
 PY="$VENV/bin/python"
 
 # 2. Python dependencies
-say "pip install -r requirements-test.txt into $VENV"
+say "pip install --upgrade -r requirements-test.txt into $VENV"
 run_logged pip-upgrade "$PY" -m pip install --upgrade pip
-run_logged pip-install "$PY" -m pip install -r requirements-test.txt
+# --upgrade: every run moves the peers to the newest release the registry serves, as a fresh
+# machine would get (pip's cache keeps the downloads, not the versions).
+run_logged pip-install "$PY" -m pip install --upgrade -r requirements-test.txt
 
 # 3. build and install dlbridge itself
 say "profile-guided maturin develop --release${CARGO_TARGET_DIR:+ (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)}"

@@ -51,7 +51,7 @@ fn hint(e: &Error) -> Option<String> {
             "pass copy=None or copy=True instead of copy=False".to_owned()
         }
         Error::NotHostAccessible { .. } => {
-            "pass device=\"cpu\" to copy it to the host".to_owned()
+            "pass device=\"cpu\" to copy it to the host (dlbridge.from_dlpack(x, device=\"cpu\") or t.to_device(\"cpu\"))".to_owned()
         }
         Error::UnsupportedDevice { .. } => {
             "from_dlpack(x, device=...) asks the producer for the device".to_owned()

@@ -63,6 +63,32 @@ pub(super) fn import_object(
     Ok(PyTensor(tensor, row_and_cell_names(cell_names)))
 }
 
+/// `slf` on `target`: itself when it is already there, else a copy made by dlbridge (host and
+/// CUDA memory, the copy enqueued on `stream`) or by the library that owns the memory
+/// ([`moved_by_library`]).
+pub(super) fn moved_to<'py>(
+    slf: &Bound<'py, PyTensor>,
+    target: Device,
+    stream: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let tensor = &slf.get().0;
+    if tensor.device() == target {
+        return Ok(slf.clone());
+    }
+    let value = stream_value(stream)?;
+    // SAFETY: a `stream` integer from Python is the caller's promise that it names a live
+    // stream (DLPack's contract); dlbridge hands it to the driver as is.
+    let request = unsafe { cuda::transfer_stream(tensor.device(), target, value) }?;
+    let moved = match cuda::to_device(tensor, target, request) {
+        Ok(moved) => moved,
+        Err(err @ crate::Error::UnsupportedDevice { .. }) => {
+            return moved_by_library(slf, target, err.into());
+        }
+        Err(err) => return Err(err.into()),
+    };
+    Bound::new(slf.py(), PyTensor(moved, slf.get().1.clone()))
+}
+
 /// `t.to_device(target)` for memory dlbridge cannot move itself (oneAPI, ...): the array
 /// library that owns such memory makes the copy, found by `dlbridge.convert` as `to_numpy`
 /// finds it (dpnp for oneAPI memory). `refused` (dlbridge's own error) is raised when the
@@ -405,23 +431,7 @@ impl PyTensor {
         device: &Bound<'py, PyAny>,
         stream: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTensor>> {
-        let target = parse_device(device)?;
-        let tensor = &slf.get().0;
-        if tensor.device() == target {
-            return Ok(slf.clone());
-        }
-        let value = stream_value(stream)?;
-        // SAFETY: a `stream` integer from Python is the caller's promise that it names a live
-        // stream (DLPack's contract); dlbridge hands it to the driver as is.
-        let request = unsafe { cuda::transfer_stream(tensor.device(), target, value) }?;
-        let moved = match cuda::to_device(tensor, target, request) {
-            Ok(moved) => moved,
-            Err(err @ crate::Error::UnsupportedDevice { .. }) => {
-                return moved_by_library(slf, target, err.into());
-            }
-            Err(err) => return Err(err.into()),
-        };
-        Bound::new(slf.py(), PyTensor(moved, slf.get().1.clone()))
+        moved_to(slf, parse_device(device)?, stream)
     }
 
     /// A C-contiguous tensor with the same values: itself when already C-contiguous.
