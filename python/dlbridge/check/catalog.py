@@ -775,7 +775,8 @@ def _code(text: str) -> str:
 
 def html_section(ids: list[str] | None = None) -> str:
     """The catalog entries (all, or those named) and every checker case, as HTML with the
-    anchors that the rest of the checker's report links to."""
+    anchors that the rest of the checker's report links to (without the tests of the source
+    tree, which a wheel does not carry)."""
     chosen = [e for e in ENTRIES if ids is None or e.id in ids]
     out = ['<h2 id="catalog">Catalog of cases</h2>',
            "<p class=small>The real-world cases the results refer to, and the checker's cases.</p>"]
@@ -785,8 +786,6 @@ def html_section(ids: list[str] | None = None) -> str:
         out.append("<li><b>Reports:</b> " + ", ".join(
             f'<a href="{html.escape(u, quote=True)}">{html.escape(report_label(u))}</a>' for u in e.reports) + "</li>")
         out.append(f"<li><b>What dlbridge does:</b> {_code(e.dlbridge)}</li>")
-        if e.tests:
-            out.append("<li><b>Tests:</b> " + ", ".join(f"<code>{html.escape(t)}</code>" for t in e.tests) + "</li>")
         cases = checker_cases(e.id)
         if cases:
             out.append("<li><b>Checker cases:</b> " + ", ".join(case_link(c) for c in cases) + "</li>")
@@ -822,14 +821,14 @@ def link_refs(escaped: str) -> str:
 
 
 def for_json(ids: list[str]) -> dict[str, dict]:
-    """The catalog entries named, for the checker's JSON document."""
+    """The catalog entries named, for the checker's JSON document (without the tests of the
+    source tree, which a wheel does not carry)."""
     return {
         cid: {
             "input": BY_C[cid].input,
             "problem": BY_C[cid].problem,
             "reports": list(BY_C[cid].reports),
             "dlbridge": BY_C[cid].dlbridge,
-            "tests": list(BY_C[cid].tests),
             "needs": BY_C[cid].needs,
         }
         for cid in sorted(set(ids), key=lambda s: int(s[1:]))
