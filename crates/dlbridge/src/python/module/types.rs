@@ -8,7 +8,8 @@ use pyo3::types::{PyString, PyTuple, PyType};
 use crate::dtype::TypeCode;
 use crate::{DType, Device, DeviceType};
 
-/// An element type: DLPack code, bits per lane and lanes. Equal to its name string.
+/// An element type: DLPack code, bits per lane and lanes. Equal to its name string and to
+/// anything else a dtype argument reads as the same dtype.
 #[pyclass(name = "DType", module = "dlbridge", frozen)]
 pub struct PyDType(pub(crate) DType);
 
@@ -29,26 +30,31 @@ pub(super) fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
         let what = format!("{}.__dlpack_data_type__() gave", obj.get_type().name()?);
         return dtype_from_triple(&what, &obj.call_method0(protocol)?);
     }
-    // tvm-ffi's dtype (a str subclass) offers the triple as properties.
-    if let Some(code) = obj.getattr_opt(intern!(py, "type_code"))? {
-        let triple = (code, obj.getattr("bits")?, obj.getattr("lanes")?).into_pyobject(py)?;
-        let what = format!("{}'s (type_code, bits, lanes) are", obj.get_type().name()?);
-        return dtype_from_triple(&what, triple.as_any());
+    // tvm-ffi's dtype (a str subclass, so read before names) offers the triple as properties.
+    if is_instance_of_loaded(obj, "tvm_ffi", "dtype")? {
+        let triple = (
+            obj.getattr(intern!(py, "type_code"))?,
+            obj.getattr(intern!(py, "bits"))?,
+            obj.getattr(intern!(py, "lanes"))?,
+        )
+            .into_pyobject(py)?;
+        return dtype_from_triple(
+            "tvm_ffi.dtype's (type_code, bits, lanes) are",
+            triple.as_any(),
+        );
     }
     if let Ok(name) = obj.cast::<PyString>() {
         let name = name.to_cow()?;
         return DType::from_name(&name)
             .ok_or_else(|| PyValueError::new_err(format!("unknown dtype name {name:?}")));
     }
-    if let Some(torch_dtype) = loaded_attr(py, "torch", "dtype")? {
-        if obj.is_instance(&torch_dtype)? {
-            // str(torch.float32) is "torch.float32"; torch's names are NumPy's.
-            let text = obj.str()?.to_string();
-            let name = text.strip_prefix("torch.").unwrap_or(&text);
-            return DType::from_name(name).ok_or_else(|| {
-                PyValueError::new_err(format!("{text} has no DLPack dtype that dlbridge knows"))
-            });
-        }
+    if is_instance_of_loaded(obj, "torch", "dtype")? {
+        // str(torch.float32) is "torch.float32"; torch's names are NumPy's.
+        let text = obj.str()?.to_string();
+        let name = text.strip_prefix("torch.").unwrap_or(&text);
+        return DType::from_name(name).ok_or_else(|| {
+            PyValueError::new_err(format!("{text} has no DLPack dtype that dlbridge knows"))
+        });
     }
     if let Some(numpy_dtype) = loaded_attr(py, "numpy", "dtype")? {
         if obj.is_instance(&numpy_dtype)? {
@@ -70,7 +76,7 @@ pub(super) fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
         }
     }
     Err(PyTypeError::new_err(format!(
-        "cannot interpret {} as a dtype: use a name (\"float32\"), a dlbridge.DType, a NumPy, ml_dtypes, torch or JAX dtype, or an object with __dlpack_data_type__",
+        "cannot interpret {} as a dtype: use a name (\"float32\"), a dlbridge.DType, a NumPy, ml_dtypes, torch, JAX or tvm-ffi dtype, or an object with __dlpack_data_type__",
         obj.repr()?
     )))
 }
@@ -126,6 +132,15 @@ fn loaded_attr<'py>(
     match modules.get_item(module) {
         Ok(m) => m.getattr_opt(attr),
         Err(_) => Ok(None),
+    }
+}
+
+/// Whether `obj` is an instance of `module.class`, a class of a library that is already
+/// imported (see [`loaded_attr`]).
+fn is_instance_of_loaded(obj: &Bound<'_, PyAny>, module: &str, class: &str) -> PyResult<bool> {
+    match loaded_attr(obj.py(), module, class)? {
+        Some(class) => obj.is_instance(&class),
+        None => Ok(false),
     }
 }
 
@@ -185,7 +200,8 @@ impl PyDType {
     }
 }
 
-/// A device: DLPack device type and ordinal. Equal to its string form and `(type, id)` tuple.
+/// A device: DLPack device type and ordinal. Equal to its string form, its `(type, id)` tuple
+/// and anything else a device argument reads as the same device.
 #[pyclass(name = "Device", module = "dlbridge", frozen)]
 pub struct PyDevice(pub(crate) Device);
 
@@ -250,13 +266,14 @@ fn foreign_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>> {
         return device_from_pair(&what, &obj.call_method0(protocol)?).map(Some);
     }
     // tvm-ffi's Device: `dlpack_device_type()` and `index`.
-    if let Some(method) = obj.getattr_opt(intern!(py, "dlpack_device_type"))? {
-        let pair = (method.call0()?, obj.getattr(intern!(py, "index"))?).into_pyobject(py)?;
-        let what = format!(
-            "{}'s (dlpack_device_type(), index) are",
-            obj.get_type().name()?
-        );
-        return device_from_pair(&what, pair.as_any()).map(Some);
+    if is_instance_of_loaded(obj, "tvm_ffi", "Device")? {
+        let pair = (
+            obj.call_method0(intern!(py, "dlpack_device_type"))?,
+            obj.getattr(intern!(py, "index"))?,
+        )
+            .into_pyobject(py)?;
+        let what = "tvm_ffi.Device's (dlpack_device_type(), index) are";
+        return device_from_pair(what, pair.as_any()).map(Some);
     }
     // dpnp / dpctl: a SYCL device (or a wrapper holding one) is a oneAPI device.
     let sycl = match obj.getattr_opt("sycl_device")? {
