@@ -25,8 +25,8 @@ def test_cli_prints_the_catalog():
     assert out.stdout == catalog.markdown()
 
 
-def test_entries_are_c1_to_c56_in_order():
-    assert [e.id for e in catalog.ENTRIES] == [f"C{i}" for i in range(1, 57)]
+def test_entries_are_numbered_in_order():
+    assert [e.id for e in catalog.ENTRIES] == [f"C{i}" for i in range(1, len(catalog.ENTRIES) + 1)]
 
 
 def test_every_id_the_checker_uses_has_an_entry():
@@ -101,4 +101,4 @@ def test_json_entries():
     got = catalog.for_json(["C31", "C2", "C2", "C999"])
     assert list(got) == ["C2", "C31"]
     assert got["C31"]["reports"] == list(catalog.BY_C["C31"].reports)
-    assert got["C31"]["needs"] and got["C2"]["tests"]
+    assert got["C31"]["needs"] and got["C2"]["dlbridge"] and "tests" not in got["C2"]

@@ -522,3 +522,54 @@ def test_capsule_outlives_tensor_and_is_consumable(collect):
         n = np.from_dlpack(Wrap())
         assert n.strides == a.strides
         assert_values_equal(n, a)
+
+
+# Bug classes reported in 2025-26 (catalog C57-C59), each checked against the peers installed.
+
+
+@pytest.mark.parametrize("shape, strides", [((0, 3), (5, 7)), ((1, 8, 0, 128), (0, 0, 0, 0)),
+                                            ((0,), (-4,)), ((2, 0), (0, 1))])
+def test_zero_size_is_contiguous_whatever_its_strides(shape, strides):  # C57
+    from dlpack_ctypes import c_strides
+
+    fake = FakeManagedTensor(dtype="float32", shape=shape, strides=strides, data_ptr=0)
+    t = dlbridge.from_dlpack(fake.capsule())
+    assert t.is_c_contiguous and t.is_f_contiguous  # vacuously: no element to place
+    assert inspect_capsule(t.__dlpack__(max_version=(1, 3)))["strides"] == c_strides(shape)
+    # consumers that insist on contiguous input take it, whatever the producer's strides were
+    assert np.from_dlpack(t).shape == shape
+    torch = pytest.importorskip("torch")
+    assert tuple(torch.from_dlpack(t).shape) == shape
+
+
+def test_an_unasked_export_is_a_legacy_capsule_for_old_consumers():  # C58
+    t = dlbridge.from_dlpack(np.arange(3.0))
+    # A consumer that asks nothing knows only the legacy ABI: a versioned struct would be
+    # misread by it. Only max_version gets the versioned capsule.
+    assert capsule_name(t.__dlpack__()) == "dltensor"
+    assert capsule_name(t.__dlpack__(max_version=None)) == "dltensor"
+    assert capsule_name(t.__dlpack__(max_version=(1, 0))) == "dltensor_versioned"
+    assert capsule_name(t.__dlpack__(max_version=(0, 8))) == "dltensor"
+    # dlbridge itself takes either, from a real producer
+    torch = pytest.importorskip("torch")
+    x = torch.arange(3.0)
+    for capsule in (x.__dlpack__(), x.__dlpack__(max_version=(1, 0))):
+        assert dlbridge.from_dlpack(capsule).tolist() == [0.0, 1.0, 2.0]
+    # a consumer that only knows legacy capsules gets one through dlbridge
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    assert np.from_dlpack(tvm_ffi.from_dlpack(t)).tolist() == [0.0, 1.0, 2.0]
+
+
+def test_size1_dims_keep_their_strides_on_export():  # C59
+    torch = pytest.importorskip("torch")
+    column = torch.ones(1, 1024).T  # (1024, 1), column-major: strides (1, 1024)
+    row = torch.ones(1, 128)  # (1, 128): strides (128, 1)
+    for source, strides in ((column, (1, 1024)), (row, (128, 1))):
+        t = dlbridge.from_dlpack(source)
+        assert t.strides == strides
+        # exported as they are: a consumer can still tell the layout apart (no (1, 1))
+        assert inspect_capsule(t.__dlpack__(max_version=(1, 3)))["strides"] == strides
+        assert tuple(torch.from_dlpack(t).stride()) == strides
+    # both layouts are C- and F-contiguous at once: the size-1 dimension's stride is free
+    t = dlbridge.from_dlpack(column)
+    assert t.is_c_contiguous and t.is_f_contiguous

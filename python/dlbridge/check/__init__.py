@@ -8,7 +8,7 @@ values at every index, dtype, shape, aliasing, read-only status and exception ty
 a terminal summary, ``--json`` and ``--html``. The exit status is 1 when dlbridge itself fails a
 case, 0 otherwise (whatever the peer libraries do).
 
-Cases name the entries of dlbridge's catalog of real-world cases (C1 to C56,
+Cases name the entries of dlbridge's catalog of real-world cases (C1 to C59,
 :mod:`dlbridge.check.catalog`, printed by ``--catalog``) that they exercise; the reports link to them.
 """
 
@@ -113,7 +113,8 @@ def run_check(
         "libraries": {d.name: d.version for d in installed},
         "libraries_detail": [d.__dict__ for d in found],
         "unadapted": discover_unadapted(),
-        "not_installed": [d.name for d in found if not d.installed] + not_installed_unadapted(),
+        "not_installed": [d.name + (f" ({d.version} {d.reason})" if d.reason else "") for d in found if not d.installed]
+        + not_installed_unadapted(),
         "cases": len(chosen),
         "options": {"libraries": libraries, "cases": cases, "jobs": jobs, "timeout": timeout, "isolate": isolate},
         "batch_seconds": timings,

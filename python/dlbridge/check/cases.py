@@ -1,6 +1,6 @@
 """The checker's cases: what it exchanges, between which libraries, expecting what.
 
-Every case names the entries of dlbridge's catalog of real-world cases (C1 to C56,
+Every case names the entries of dlbridge's catalog of real-world cases (C1 to C59,
 :mod:`dlbridge.check.catalog`) it exercises in ``refs``. Features group cases for the
 report's colour matrices. A case says how the source is built (a :class:`Recipe`: dtype, shape,
 order, view operations, read-only), what is passed to ``from_dlpack`` (``copy=``, ``device=``),
@@ -98,6 +98,10 @@ def _build_cases() -> list[Case]:
         ("scalar_0d", "0-d array", ("C8",), Recipe(f64, ())),
         ("zero_size", "zero-size (0, 3)", ("C9",), Recipe(f64, (0, 3))),
         ("zero_size_wide", "zero-size (0, 2048)", ("C10",), Recipe("float32", (0, 2048))),
+        ("zero_size_strided", "zero-size (0, 3) view with steps (contiguous all the same)", ("C57",),
+         Recipe(f64, (0, 6), ops=(("ix", (S(None), S(None, None, 2))),))),
+        ("size1_column", "(1024, 1) column-major float32 (a size-1 dimension's stride)", ("C59",),
+         Recipe("float32", (1024, 1), "F")),
         ("size1_dims", "(3, 1, 6, 2) float32, then a reduction", ("C5",), Recipe("float32", (3, 1, 6, 2))),
         ("size1_leading", "(1, 3, 224, 224) float32 (is C-contiguous)", ("C4",), Recipe("float32", (1, 3, 224, 224))),
         ("zero_stride", "broadcast view (stride 0)", (), Recipe(f64, (4,), ops=(("broadcast", (3, 4)),))),
@@ -207,7 +211,7 @@ def _build_cases() -> list[Case]:
             refuse="a legacy capsule cannot say read-only, so the producer must refuse it (C13)",
         )
     )
-    add(Case("capsule/versioned", "capsule", "which capsule version the consumer asks for", ("C12",), Recipe(f64, (3, 4)), mode="versioned"))
+    add(Case("capsule/versioned", "capsule", "which capsule version the consumer asks for", ("C12", "C58"), Recipe(f64, (3, 4)), mode="versioned"))
     add(Case("capsule/consumed", "capsule", "the same capsule handed over twice", ("C18",), Recipe(f64, (3, 4)), mode="consumed"))
     add(Case("capsule/raw_versioned", "capsule", "a raw versioned capsule instead of an array", ("C46",), Recipe(f64, (3, 4)), mode="raw_versioned"))
     add(Case("capsule/raw_legacy", "capsule", "a raw legacy capsule instead of an array", ("C46",), Recipe(f64, (3, 4)), mode="raw_legacy"))

@@ -1,6 +1,6 @@
 """dlbridge's catalog of real-world exchange cases, and the page that documents it.
 
-Each :class:`Entry` is one case that broke in a real library (ids ``C1`` to ``C56``): the input,
+Each :class:`Entry` is one case that broke in a real library (ids ``C1`` to ``C59``): the input,
 what went wrong and where, the public reports it comes from, what dlbridge does about it, the
 tests that cover it and, when a CPU-only machine cannot exercise it, why. The checker's own
 cases (:mod:`dlbridge.check.cases`) name the entries they exercise in their ``refs``.
@@ -683,6 +683,42 @@ ENTRIES: tuple[Entry, ...] = (
             "tests/test_shared.py::test_process_receives_layout_flags_and_names",
         ),
     ),
+    Entry(
+        "C57",
+        "zero-size tensor, e.g. `(1, 8, 0, 128)` or a `(0, 3)` view with steps, into a consumer that needs contiguous input",
+        "Consumers compared the strides of an empty tensor with the C strides and refused it as non-contiguous, although "
+        "a tensor with no element has no layout (ONNX Runtime's `from_dlpack`, Triton's Python backend). Producers export "
+        "all kinds of strides for such tensors: NumPy (0, 0), torch the strides of the view, Paddle its shape.",
+        (_i("microsoft/onnxruntime", 27450), _p("triton-inference-server/python_backend", 444)),
+        "dlbridge calls every zero-size tensor C- and F-contiguous whatever its strides, and exports it with the C "
+        "strides, so that a consumer with the strict check takes it too.",
+        (
+            "tests/test_export.py::test_zero_size_is_contiguous_whatever_its_strides",
+            "tests/test_export.py::test_zero_size_export_strides",
+        ),
+    ),
+    Entry(
+        "C58",
+        "a versioned capsule handed to a consumer that knows only legacy ones",
+        "A consumer that calls `__dlpack__()` without `max_version` knows only the legacy struct; CuTe DSL was handed a "
+        "versioned capsule and misread the `DLManagedTensorVersioned` as a `DLManagedTensor`, crashing later.",
+        (_i("NVIDIA/cutlass", 3359),),
+        "dlbridge's `__dlpack__()` without `max_version` (or with one below 1.0) returns a legacy `dltensor` capsule; "
+        "only `max_version=(1, n)` gets the versioned one. Its own import reads both by the capsule's name.",
+        ("tests/test_export.py::test_an_unasked_export_is_a_legacy_capsule_for_old_consumers",),
+    ),
+    Entry(
+        "C59",
+        "`(1024, 1)` column-major or `(1, 128)` row-major tensor exported",
+        "PyTorch rewrote the stride of every size-1 dimension to 1 on export, so `(1024, 1)` with strides (1, 1024) "
+        "left as (1, 1): consumers that tell row- from column-major by the strides (GPU tensor-memory descriptors) lost "
+        "the layout. PyTorch and Paddle took the normalisation back out; NumPy still exports (1, 1) for a Fortran "
+        "`(1024, 1)` array.",
+        (_p(TORCH, 163282), _i(TORCH, 163274), _p(PADDLE, 77052)),
+        "dlbridge exports strides as the tensor has them, size-1 dimensions included, and calls such a tensor C- and "
+        "F-contiguous (the stride of a size-1 dimension never moves an address).",
+        ("tests/test_export.py::test_size1_dims_keep_their_strides_on_export",),
+    ),
 )
 
 BY_C: dict[str, Entry] = {e.id: e for e in ENTRIES}
@@ -731,7 +767,7 @@ def markdown() -> str:
         "Every exchange that broke in a real library and that dlbridge is built and tested against, "
         "with the public reports it comes from, what dlbridge does about it, the tests that cover "
         "it and the cases of the checker (`python -m dlbridge check`) that exercise it. The "
-        "checker's reports link to these entries by their ids (C1 to C56); its own cases are listed "
+        "checker's reports link to these entries by their ids (C1 to C59); its own cases are listed "
         "[by feature](#checker-cases) at the end.",
         "",
         "## Real-world cases",
@@ -816,7 +852,7 @@ def case_link(case_id: str) -> str:
 
 
 def link_refs(escaped: str) -> str:
-    """Turn the catalog ids (C1 ... C56) in already-escaped HTML text into links."""
+    """Turn the catalog ids (C1 ... C59) in already-escaped HTML text into links."""
     return re.sub(r"\bC(\d{1,2})\b", lambda m: entry_link(m.group(0)), escaped)
 
 
