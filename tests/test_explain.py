@@ -144,7 +144,7 @@ def test_describe_capsule_does_not_consume():
 def test_describe_without_protocol():
     d = dlbridge.describe([1, 2])
     assert d["protocols"] == [] and d["dtype"] is None
-    assert d["errors"]["import"].startswith("TypeError")
+    assert d["errors"]["import"].startswith("NoProtocolError")
 
 
 def test_describe_torch_state():

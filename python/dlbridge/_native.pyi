@@ -174,8 +174,11 @@ class Tensor:
         AttributeError elsewhere, so ``hasattr`` tells consumers which protocol to use)."""
     def to_device(self, device: Any, /, *, stream: int | None = None) -> "Tensor":
         """This tensor on ``device`` (anything :class:`Device` takes: ``"cpu"``, ``"cuda:0"``, ...):
-        itself when already there, else a copy with ``is_copied`` set. Host results are complete
-        on return; device copies are enqueued on ``stream`` (default: the legacy default stream)."""
+        itself when already there, else a copy. dlbridge copies host and CUDA memory itself
+        (``is_copied`` set); memory it cannot reach (oneAPI, ...) is copied by the installed
+        library that owns such memory, as :func:`to_numpy` does (dpnp for oneAPI), and flagged as
+        that library exports it. Host results are complete on return; CUDA copies are enqueued
+        on ``stream`` (default: the legacy default stream)."""
     def view(self, dtype: Any) -> "Tensor":
         """The same memory read as ``dtype`` (anything :class:`DType` takes, of the same item
         size), zero-copy: e.g. uint16 bytes as bfloat16. ValueError when the item sizes differ."""

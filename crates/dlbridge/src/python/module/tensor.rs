@@ -422,9 +422,11 @@ impl PyTensor {
         Bound::new(py, PyTensor(self.0.copy(order)?, self.1.clone()))
     }
 
-    /// This tensor on `device`: itself when it is already there, else a copy (`is_copied`).
-    /// Copies to the host are complete on return; see the CUDA notes in the README for
-    /// device copies, which are enqueued on `stream` (default: the legacy default stream).
+    /// This tensor on `device`: itself when it is already there, else a copy (`is_copied` when
+    /// dlbridge made it; memory it cannot reach is copied by the library that owns it, see
+    /// [`moved_to`]). Copies to the host are complete on return; see the CUDA notes in the
+    /// README for device copies, which are enqueued on `stream` (default: the legacy default
+    /// stream).
     #[pyo3(signature = (device, /, *, stream=None))]
     fn to_device<'py>(
         slf: &Bound<'py, Self>,
