@@ -1,7 +1,8 @@
 """What dlbridge knows about each array library, as a target and as a source.
 
 One :class:`Namespace` per library (``numpy``, ``torch``, ``jax``, ``dpnp``, ``pyarrow``,
-``tensorflow``, ``array_api_strict``, ``cupy``, ``tvm_ffi`` and ``dlbridge`` itself). The planner
+``tensorflow``, ``array_api_strict``, ``cupy``, ``tvm_ffi``, ``paddle``, ``mlx``, ``warp``,
+``pandas`` and ``dlbridge`` itself). The planner
 of :func:`dlbridge.convert` asks a namespace what its DLPack consumer can take (devices, dtypes,
 layouts, the read-only flag) and how to hand it a :class:`dlbridge.Tensor`; it asks the source's
 namespace about framework state DLPack cannot carry (torch's autograd and lazy bits, JAX arrays
@@ -30,6 +31,15 @@ Measured peer facts this module encodes:
   0-d.
 - array_api_strict 2.6: wraps NumPy (honours READ_ONLY), has no float16/bfloat16.
 - tvm_ffi 0.1: any device and layout, no read-only flag.
+- paddle 3.3: ``paddle.from_dlpack`` asks for ``max_version=(1, 2)``, ignores READ_ONLY and
+  reads negative strides wrongly (wrong values, no error); ``__dlpack_device__`` answers
+  ``(kDLCPU, None)``.
+- mlx 0.32: ``mx.from_dlpack`` always copies host data and narrows float64/complex128 (so the
+  target imports with ``mx.array(t, dtype=...)``, a copy); MLX exports legacy capsules only.
+- warp 1.19: ``wp.from_dlpack`` asks for legacy capsules only, keeps any strides; no complex,
+  no 0-d arrays.
+- pandas 3.1: copy-on-write; a Series' Arrow stream turns NaN into nulls, so NumPy-backed
+  Series and frames are read through ``to_numpy()`` (a read-only view).
 """
 
 from __future__ import annotations
@@ -900,10 +910,254 @@ class CuPy(Namespace):
         return from_dlpack(cp.array(cp.from_dlpack(t), copy=True))
 
 
+# ---------------------------------------------------------------------------------- paddle
+
+
+class Paddle(Namespace):
+    """PaddlePaddle: ``paddle.from_dlpack`` asks for ``max_version=(1, 2)``, ignores READ_ONLY
+    (a writable alias) and reads negative strides wrongly (garbage values, no error)."""
+
+    name = "paddle"
+    module = "paddle"
+    pip = "paddlepaddle"
+    noun = "tensor"
+    aliases = ("paddle", "paddlepaddle")
+    alias_readonly = False
+    readonly_why = (
+        "paddle tensors cannot be read-only (paddle.from_dlpack ignores the READ_ONLY flag and "
+        "hands out a writable alias)"
+    )
+    result = "paddle.Tensor"
+
+    def load(self):
+        if self._mod is None:
+            import warnings
+
+            with warnings.catch_warnings():  # "No ccache found" on import
+                warnings.simplefilter("ignore")
+                self._mod = importlib.import_module("paddle")
+        return self._mod
+
+    def owns(self, x):
+        paddle = self.loaded()
+        return paddle is not None and isinstance(x, paddle.Tensor)
+
+    def device(self, x):
+        place = x.place
+        if place.is_cpu_place():
+            return Device("cpu")
+        if place.is_gpu_place():
+            return Device(f"cuda:{place.gpu_device_id()}")
+        return device_of(x)  # paddle answers (kDLCPU, None) for CPU: only other places get here
+
+    def state(self, x):
+        if not x.stop_gradient:
+            return [State(
+                "requires grad (stop_gradient=False)",
+                ".detach() (no copy; the result is not tracked by autograd)",
+                "detach", 0, lambda v: v.detach(),
+            )]
+        return []
+
+    def to_host(self, x):
+        return x if x.place.is_cpu_place() else x.cpu()
+
+    def devices(self):
+        paddle = self.load()
+        out = [Device("cpu")]
+        try:
+            if paddle.device.is_compiled_with_cuda():
+                out += [Device(f"cuda:{i}") for i in range(paddle.device.cuda.device_count())]
+        except Exception:  # noqa: BLE001
+            pass
+        return out
+
+    def can_hold(self, device):
+        return device.type == CPU or any(d == device for d in self.devices())
+
+    def dtype_route(self, dtype):
+        if dtype in BASIC_DTYPES or dtype in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+            return "dlpack"
+        return f"refuse: paddle has no {dtype} dtype"
+
+    def layout_problem(self, t):
+        if negative_strides(t.shape, t.strides):
+            return "paddle.from_dlpack reads negative strides wrongly (paddle 3.3: wrong values, no error)"
+        return None
+
+    def from_tensor(self, t, route):
+        return self.load().from_dlpack(t)
+
+
+# ---------------------------------------------------------------------------------- mlx
+
+
+class Mlx(Namespace):
+    """MLX: ``mx.from_dlpack`` copies host data (always), narrows float64 to float32 and
+    complex128 to complex64 on import, and refuses negative strides (ValueError); its arrays
+    export legacy capsules only, so dlbridge imports them read-only."""
+
+    name = "mlx"
+    module = "mlx.core"
+    pip = "mlx[cpu]"
+    aliases = ("mlx", "mlx.core", "mx")
+    result = "mlx.core.array"
+    #: dtypes MLX holds (on the CPU; its GPU has no float64)
+    DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float16", "bfloat16", "float32", "float64", "complex64")
+
+    def owns(self, x):
+        mx = self.loaded()
+        return mx is not None and isinstance(x, mx.array)
+
+    def device(self, x):
+        return device_of(x) or Device("cpu")
+
+    def to_host(self, x):
+        return x
+
+    def dtype_route(self, dtype):
+        if dtype in self.DTYPES:
+            return "import_copy"  # MLX copies host data on import, always
+        return f"refuse: mlx has no {dtype} dtype"
+
+    def layout_problem(self, t):
+        if negative_strides(t.shape, t.strides):
+            return "mx.from_dlpack refuses negative strides"
+        return None
+
+    def from_tensor(self, t, route):
+        mx = self.load()
+        dt = getattr(mx, "bool_" if t.dtype.name == "bool" else t.dtype.name)
+        # mx.from_dlpack copies anyway, and would narrow float64/complex128; mx.array keeps the
+        # dtype it is given
+        y = mx.array(t, dtype=dt)
+        mx.eval(y)
+        return y
+
+
+# ---------------------------------------------------------------------------------- warp
+
+
+class Warp(Namespace):
+    """NVIDIA Warp: ``wp.from_dlpack`` asks for a legacy capsule (``__dlpack__()``, no keywords)
+    and takes any strides; warp arrays have no read-only flag; no complex, bfloat16 or float8."""
+
+    name = "warp"
+    module = "warp"
+    pip = "warp-lang"
+    aliases = ("warp", "wp")
+    alias_readonly = False
+    readonly_why = (
+        "wp.from_dlpack asks for legacy DLPack capsules only, which cannot carry the read-only "
+        "flag (and warp arrays have none)"
+    )
+    result = "warp.array"
+    DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+              "float16", "float32", "float64")
+
+    def load(self):
+        if self._mod is None:
+            import warp
+
+            warp.config.quiet = True
+            warp.init()
+            self._mod = warp
+        return self._mod
+
+    def owns(self, x):
+        wp = self.loaded()
+        return wp is not None and isinstance(x, wp.array)
+
+    def device(self, x):
+        if x.device.is_cpu:
+            return Device("cpu")
+        return Device(f"cuda:{x.device.ordinal}")
+
+    def to_host(self, x):
+        return x if x.device.is_cpu else x.to("cpu")
+
+    def devices(self):
+        wp = self.load()
+        return [Device("cpu")] + [Device(f"cuda:{d.ordinal}") for d in wp.get_cuda_devices()]
+
+    def can_hold(self, device):
+        return device.type == CPU or any(d == device for d in self.devices())
+
+    def dtype_route(self, dtype):
+        if dtype in self.DTYPES:
+            return "dlpack"
+        return f"refuse: warp has no {dtype} dtype"
+
+    def shape_refusal(self, shape):
+        if len(shape) == 0:
+            return "warp has no 0-d arrays; reshape to (1,) first"
+        if len(shape) > 4:
+            return "warp arrays have at most 4 dimensions"
+        return None
+
+    def from_tensor(self, t, route):
+        return self.load().from_dlpack(t)
+
+
+# ---------------------------------------------------------------------------------- pandas
+
+
+class Pandas(Namespace):
+    """pandas 3 (copy-on-write): a Series offers only ``__arrow_c_stream__`` (NaN in a float
+    column becomes an Arrow null there), ``.values`` / ``.to_numpy()`` are read-only views. As a
+    source, a Series or DataFrame of NumPy dtypes goes through ``to_numpy()`` (zero-copy where
+    pandas can, NaN kept, read-only); other columns through the Arrow stream. As a target, a
+    1-D tensor becomes a Series and a 2-D one a DataFrame over the same memory: read-only memory
+    stays read-only (writes raise ValueError)."""
+
+    name = module = pip = "pandas"
+    aliases = ("pandas", "pd")
+    result = "pandas.Series (1-D) or pandas.DataFrame (2-D)"
+    noun = "object"
+
+    def owns(self, x):
+        pd = self.loaded()
+        return pd is not None and isinstance(x, (pd.Series, pd.DataFrame))
+
+    def device(self, x):
+        return Device("cpu")
+
+    @staticmethod
+    def _numpy_backed(x: Any) -> bool:
+        import numpy as np
+
+        dtypes = [x.dtype] if hasattr(x, "dtype") else list(x.dtypes)
+        return bool(dtypes) and all(isinstance(d, np.dtype) and d.kind in "biufc" for d in dtypes)
+
+    def source(self, x):
+        if self._numpy_backed(x):
+            return x.to_numpy()  # a read-only view of the column (or the frame's one block)
+        return x  # Arrow-backed or nullable: the Arrow stream (nulls refused with the fix)
+
+    def to_host(self, x):
+        return x
+
+    def shape_refusal(self, shape):
+        if len(shape) not in (1, 2):
+            return f"pandas holds 1-D Series and 2-D DataFrames, not {len(shape)}-d data"
+        return None
+
+    def from_tensor(self, t, route):
+        import numpy as np
+
+        pd = self.load()
+        view = np.from_dlpack(t)
+        if view.ndim == 1:
+            return pd.Series(view, copy=False)
+        return pd.DataFrame(view, copy=False)
+
+
 # ---------------------------------------------------------------------------------- registry
 
 _CLASSES: list[type[Namespace]] = [
     NumPy, Torch, Jax, Dpnp, PyArrow, TensorFlow, ArrayApiStrict, CuPy, TvmFfi, Dlbridge,
+    Paddle, Mlx, Warp, Pandas,
 ]
 _INSTANCES: dict[str, Namespace] = {cls.name: cls() for cls in _CLASSES}
 _ALIASES: dict[str, Namespace] = {
@@ -914,6 +1168,7 @@ _MODULES = {
     "numpy": "numpy", "torch": "torch", "jax": "jax", "jax.numpy": "jax", "dpnp": "dpnp",
     "pyarrow": "pyarrow", "tensorflow": "tensorflow", "array_api_strict": "array_api_strict",
     "cupy": "cupy", "tvm_ffi": "tvm_ffi", "dlbridge": "dlbridge",
+    "paddle": "paddle", "mlx.core": "mlx", "mlx": "mlx", "warp": "warp", "pandas": "pandas",
 }
 
 NAMES: tuple[str, ...] = tuple(_INSTANCES)

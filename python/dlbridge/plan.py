@@ -201,7 +201,8 @@ def result_ptr(y: Any) -> int | None:
     if isinstance(y, Tensor):
         return int(y.data_ptr)
     try:
-        return int(from_dlpack(y, copy=False).data_ptr)
+        ns = nsmod.owner(y)  # read it the way dlbridge imports it (a pandas Series: to_numpy())
+        return int(from_dlpack(ns.source(y) if ns is not None else y, copy=False).data_ptr)
     except Exception:  # noqa: BLE001 - a result dlbridge cannot re-import: no check
         return None
 
@@ -779,6 +780,8 @@ _ROUTE_TEXT = {
     "ml_dtypes": "an ml_dtypes view of the bytes (numpy.from_dlpack has no bfloat16 / float8; zero-copy)",
     "capsule": "torch.from_dlpack of a DLPack 1.3 capsule (torch asks for 1.0, which has no float8; zero-copy)",
     "host_copy": "jax.numpy.array of an ml_dtypes view (a copy: JAX's legacy capsules cannot carry float8)",
+    # a target that always copies host data on import (MLX on the CPU)
+    "import_copy": "the library's import, which copies (it cannot alias memory it did not allocate)",
 }
 
 
@@ -790,7 +793,9 @@ def _final(b: _Builder, target: nsmod.Namespace, route: str, *, expect_alias: bo
         text = f"{name}: " + _ROUTE_TEXT[route]
     else:
         text = f"{name}: {_IMPORT.get(name, name + '.from_dlpack')} (zero-copy)"
-    copies = 1 if route == "host_copy" else 0
+    copies = 1 if route in ("host_copy", "import_copy") else 0
+    if copies and copy is False:
+        raise Impossible(BufferError, f"{name}: {_ROUTE_TEXT[route]}, which copy=False forbids; pass copy=None")
 
     def final(c: Ctx) -> int | None:
         t = c.tensor
@@ -809,7 +814,9 @@ def _final(b: _Builder, target: nsmod.Namespace, route: str, *, expect_alias: bo
             )
         return 1
 
-    b.add(text, final, copies, why="JAX's legacy capsules cannot carry float8: a copy" if copies else None)
+    why = {"host_copy": "JAX's legacy capsules cannot carry float8: a copy",
+           "import_copy": f"{name} copies on import"}.get(route)
+    b.add(text, final, copies, why=why)
 
 
 __all__ = ["Plan", "Route", "build", "result_ptr"]

@@ -286,6 +286,68 @@ def _observe_tf(y: Any) -> Observed:
     return obs
 
 
+def _observe_capsule_of(y: Any, kind: str, writable: bool | None) -> Observed:
+    """Read a result through its own DLPack export (the reference consumer)."""
+    obs = Observed(kind=kind)
+    info = rc.read_object(y)
+    _from_capsule_info(obs, info)
+    obs.ptr = info.data_ptr if info.size else None
+    obs.device = info.device
+    obs.writable = writable
+    return obs
+
+
+def _observe_paddle(y: Any) -> Observed:
+    # the dtype comes from the capsule: paddle 3.3 prints its uint16 as "paddle.bfloat16"
+    return _observe_capsule_of(y, "paddle.Tensor", True)  # paddle tensors cannot be read-only
+
+
+def _observe_mlx(y: Any) -> Observed:
+    import mlx.core as mx
+
+    if y.dtype == mx.bfloat16:  # MLX 0.32 cannot export bfloat16 through DLPack
+        import ml_dtypes
+
+        obs = Observed(kind="mlx.core.array", dtype="bfloat16", shape=tuple(y.shape), writable=True, device=(1, 0))
+        obs.values = np.array(y.astype(mx.float32)).astype(ml_dtypes.bfloat16)
+        return obs
+    # MLX arrays export writable buffers (np.asarray(x) writes into them): writable
+    return _observe_capsule_of(y, "mlx.core.array", True)
+
+
+def _observe_warp(y: Any) -> Observed:
+    return _observe_capsule_of(y, "warp.array", True)  # warp arrays have no read-only flag
+
+
+def _observe_cupy(y: Any) -> Observed:
+    obs = Observed(kind="cupy.ndarray")
+    obs.dtype = np.dtype(y.dtype).name
+    obs.shape = tuple(y.shape)
+    obs.writable = True
+    obs.device = _dev(y)
+    obs.ptr = int(y.data.ptr) if y.size else None
+    obs.strides = tuple(s // y.itemsize for s in y.strides) if y.itemsize else None
+    obs.values = np.array(y.get(), copy=True, order="C")
+    return obs
+
+
+def _observe_pandas(y: Any) -> Observed:
+    """A pandas Series: its values, and the NumPy block behind it when it has one."""
+    obs = Observed(kind="pandas.Series")
+    values = y.to_numpy()
+    obs.dtype = values.dtype.name if isinstance(y.dtype, np.dtype) else str(y.dtype)
+    obs.shape = tuple(y.shape)
+    obs.values = np.array(values, copy=True, order="C")
+    obs.device = (1, 0)
+    block = getattr(y.array, "_ndarray", None)  # NumpyExtensionArray: the Series' own memory
+    if isinstance(block, np.ndarray):
+        obs.ptr = block.__array_interface__["data"][0] if block.size else None
+        obs.writable = bool(block.flags.writeable)  # s.iloc[i] = v writes into it in place
+    else:
+        obs.writable = False  # Arrow-backed: immutable
+    return obs
+
+
 def _observe_dlbridge(y: Any) -> Observed:
     obs = Observed(kind="dlbridge.Tensor")
     obs.dtype = y.dtype.name
@@ -349,6 +411,16 @@ def observe(y: Any) -> Observed:
         return _observe_tf(y)
     if mod.startswith("dlbridge"):
         return _observe_dlbridge(y)
+    if mod.startswith("paddle"):
+        return _observe_paddle(y)
+    if mod.startswith("mlx"):
+        return _observe_mlx(y)
+    if mod.startswith("warp"):
+        return _observe_warp(y)
+    if mod.startswith("cupy"):
+        return _observe_cupy(y)
+    if mod.startswith("pandas"):
+        return _observe_pandas(y)
     # unknown: read it through DLPack
     obs = Observed(kind=f"{mod}.{name}")
     info = rc.read_object(y)
@@ -834,6 +906,326 @@ class PolarsLib(ArrowProducerLib):
             return None
 
 
+def _ops_view(x: Any, recipe: Recipe, *, transpose, index, broadcast=None) -> Any:
+    """Apply the recipe's view operations with the library's own view functions."""
+    for op in recipe.ops:
+        if op[0] == "T":
+            x = transpose(x)
+        elif op[0] == "ix":
+            x = index(x, op[1])
+        elif op[0] == "broadcast" and broadcast is not None:
+            x = broadcast(x, op[1])
+        else:
+            raise Unsupported(f"not expressible: {op[0]}")
+    return x
+
+
+def _steps(recipe: Recipe) -> list[int]:
+    return [s.step for op in recipe.ops if op[0] == "ix" for s in (op[1] if isinstance(op[1], tuple) else (op[1],))
+            if isinstance(s, slice) and s.step is not None]
+
+
+class PaddleLib(Library):
+    name = "paddle"
+    module = "paddle"
+    dist = "paddlepaddle"
+    pip = "paddlepaddle"
+    slow_import = True  # about 3 s
+    note = ("paddle.Tensor (CPU); consumer: paddle.from_dlpack(x, device=, copy=), which asks for "
+            "max_version=(1, 2); also offers __dlpack_c_exchange_api__")
+
+    def setup(self):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "No ccache found" on import
+            import paddle
+
+        paddle.set_device("cpu")
+
+    def load(self):
+        if self._mod is None:
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return super().load()
+        return self._mod
+
+    def make(self, recipe, ref):
+        paddle = self.load()
+        dt = getattr(paddle, recipe.dtype if recipe.dtype != "bool" else "bool", None)
+        if dt is None or recipe.dtype.startswith("float8_e4m3fnuz"):
+            raise Unsupported(f"paddle has no dtype {recipe.dtype}")
+        if recipe.readonly:
+            raise Unsupported("paddle tensors cannot be read-only")
+        if has_negative_strides(ref) or any(s < 0 for s in _steps(recipe)):
+            raise Unsupported("paddle tensors cannot have negative strides (paddle.flip copies)")
+        if any(op[0] in ("misalign", "broadcast") for op in recipe.ops):
+            raise Unsupported("not expressible with paddle (expand copies; it allocates aligned memory)")
+        if any(op[0] == "shift8" for op in recipe.ops):
+            return paddle.from_dlpack(ref)  # shares the shifted NumPy buffer
+        base = det_values(recipe.dtype, recipe.shape, recipe.order)
+        if recipe.dtype in ("bfloat16",) or recipe.dtype.startswith("float8"):  # exact via float32
+            t = paddle.to_tensor(base.astype(np.float32)).astype(dt)
+            if recipe.order == "F" and len(recipe.shape) > 1:
+                raise Unsupported("F-order bfloat16/float8 not built")
+        else:
+            t = paddle.from_dlpack(base)  # paddle aliases the NumPy buffer, F order included
+        return _ops_view(
+            t, recipe,
+            transpose=lambda v: v.transpose(list(reversed(range(v.ndim)))),
+            index=lambda v, ix: v[ix],
+        )
+
+    def device_arg(self, which):
+        if which in ("cpu", "native"):
+            return "cpu"
+        return super().device_arg(which)
+
+    def from_dlpack(self, obj, **kw):
+        return self.load().from_dlpack(obj, **kw)
+
+    def native_reduce(self, y):
+        return complex(self.load().sum(y).item())
+
+
+_MLX_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+               "float16", "bfloat16", "float32", "float64", "complex64")
+
+
+class MlxLib(Library):
+    name = "mlx"
+    module = "mlx.core"
+    dist = "mlx"
+    pip = "mlx[cpu]"
+    note = ("mlx.core.array on the CPU: exports legacy capsules only (writable memory, imported "
+            "read-only by dlbridge's rule); consumer: mx.from_dlpack(x, copy=), which always copies "
+            "CPU data and has no device=")
+
+    def _dt(self, name):
+        mx = self.load()
+        if name not in _MLX_DTYPES:
+            raise Unsupported(f"mlx has no dtype {name}")
+        return getattr(mx, "bool_" if name == "bool" else name)
+
+    def make(self, recipe, ref):
+        mx = self.load()
+        dt = self._dt(recipe.dtype)
+        if recipe.readonly:
+            raise Unsupported("mlx arrays cannot be read-only")
+        if any(op[0] in ("misalign", "shift8") for op in recipe.ops):
+            raise Unsupported("not expressible with mlx (it allocates its own memory)")
+        base = det_values(recipe.dtype, recipe.shape, recipe.order)
+        if recipe.dtype == "bfloat16":
+            host = np.ascontiguousarray(base.astype(np.float32))
+        else:
+            host = np.ascontiguousarray(base)
+        if recipe.order == "F" and base.ndim > 1:  # an F-order view of a C-order buffer
+            x = mx.array(np.ascontiguousarray(host.T), dtype=dt).T
+        elif base.ndim == 0:  # mx.array(0-d ndarray) has shape (1,) in MLX 0.32
+            x = mx.array(host.reshape(1), dtype=dt).reshape(())
+        else:
+            x = mx.array(host, dtype=dt)
+        x = _ops_view(
+            x, recipe,
+            transpose=lambda v: v.T,
+            index=lambda v, ix: v[ix],
+            broadcast=lambda v, shape: mx.broadcast_to(v, shape),
+        )
+        mx.eval(x)
+        return x
+
+    def consume(self, obj, *, device=None, copy=None):
+        if device is not None:
+            raise Unsupported("mx.from_dlpack has no device= argument")
+        kw = {} if copy is None else {"copy": copy}
+        return self.load().from_dlpack(obj, **kw)
+
+    def native_reduce(self, y):
+        mx = self.load()
+        return complex(mx.sum(y.astype(mx.float32) if y.dtype == mx.bfloat16 else y).item())
+
+
+_WARP_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "float16", "float32", "float64")
+
+
+class WarpLib(Library):
+    name = "warp"
+    module = "warp"
+    dist = "warp-lang"
+    pip = "warp-lang"
+    takes_kwargs = False
+    note = ("warp.array on its CPU device: __dlpack__(stream=) only, legacy capsules of writable "
+            "memory (imported read-only by dlbridge's rule); consumer: wp.from_dlpack(x), no "
+            "device= / copy=; producer: plain cases are Warp's own allocations, views are "
+            "wp.from_dlpack of the NumPy reference")
+
+    def setup(self):
+        import warp as wp
+
+        wp.config.quiet = True
+        wp.init()
+
+    def make(self, recipe, ref):
+        wp = self.load()
+        if recipe.dtype not in _WARP_DTYPES:
+            raise Unsupported(f"warp has no dtype {recipe.dtype}")
+        if recipe.readonly:
+            raise Unsupported("warp arrays cannot be read-only")
+        if ref.ndim == 0:
+            raise Unsupported("warp has no 0-d arrays (wp.array of a 0-d array has shape (1,))")
+        if recipe.plain:
+            return wp.array(np.array(ref, copy=True, order="C"), dtype=wp.dtype_from_numpy(ref.dtype), device="cpu")
+        # a Warp view of the reference's memory (Warp keeps any strides, negative and zero ones too)
+        x = wp.from_dlpack(ref)
+        want = tuple(ref.strides)
+        if tuple(x.strides) != want or tuple(x.shape) != tuple(ref.shape):
+            raise Unsupported(f"warp did not keep the layout: strides {x.strides}, expected {want}")
+        return x
+
+    def from_dlpack(self, obj, **kw):
+        return self.load().from_dlpack(obj)
+
+    def native_reduce(self, y):
+        wp = self.load()
+        if y.dtype not in (wp.float32, wp.float64):
+            raise Unsupported("wp.utils.array_sum takes float arrays")
+        return complex(float(wp.utils.array_sum(y)))
+
+
+class CupyLib(Library):
+    """CuPy: needs a CUDA device. Importing it works without one (cupy 14), using it does not:
+    discovery runs a device probe in a subprocess and reports the library as not installed, with
+    the reason, when the probe fails."""
+
+    name = module = "cupy"
+    pip = "cupy-cuda13x"
+    devices = frozenset({2})
+    dists = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")
+    note = "cupy.ndarray on CUDA device 0; consumer: cupy.from_dlpack"
+    _probe: tuple[bool, str] | None = None  # shared by the instances of one process
+
+    def version(self):
+        for dist in self.dists:
+            try:
+                return importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        return super().version()
+
+    def installed(self):
+        if not super().installed():
+            return False
+        return self.probe()[0]
+
+    def probe(self) -> tuple[bool, str]:
+        """(usable, why not): import cupy and count the CUDA devices in a subprocess."""
+        if CupyLib._probe is None:
+            import subprocess
+
+            code = ("import cupy, sys\n"
+                    "n = cupy.cuda.runtime.getDeviceCount()\n"
+                    "cupy.arange(2).sum()\n"
+                    "print(n)\n")
+            try:
+                proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                CupyLib._probe = (False, "importing cupy and counting CUDA devices took over 120 s")
+            else:
+                if proc.returncode == 0:
+                    CupyLib._probe = (True, "")
+                else:
+                    lines = [x.strip() for x in (proc.stderr or "").strip().splitlines() if x.strip()]
+                    last = lines[-1] if lines else f"exit status {proc.returncode}"
+                    CupyLib._probe = (False, f"installed, but not usable here (no CUDA device?): {last[:200]}")
+        return CupyLib._probe
+
+    def setup(self):
+        self._mod.cuda.runtime.getDeviceCount()
+
+    def make(self, recipe, ref):
+        cp = self.load()
+        if recipe.dtype == "bfloat16" or recipe.dtype.startswith("float8"):
+            raise Unsupported(f"cupy has no {recipe.dtype}")
+        if recipe.readonly:
+            raise Unsupported("cupy arrays cannot be read-only")
+        if any(op[0] in ("misalign", "shift8") for op in recipe.ops):
+            raise Unsupported("not expressible with cupy (it allocates its own memory)")
+        base = det_values(recipe.dtype, recipe.shape, recipe.order)
+        x = cp.asarray(base)
+        if recipe.order == "F":
+            x = cp.asfortranarray(x)
+        return _ops_view(x, recipe, transpose=lambda v: v.T, index=lambda v, ix: v[ix],
+                         broadcast=lambda v, shape: cp.broadcast_to(v, shape))
+
+    def src_ptr(self, x):
+        return int(x.data.ptr)
+
+    def src_device(self, x):
+        return (2, int(x.device.id))
+
+    def device_arg(self, which):
+        raise Unsupported("cupy.from_dlpack's device= is not exercised by the checker")
+
+    def from_dlpack(self, obj, **kw):
+        return self.load().from_dlpack(obj, **kw)
+
+    def native_reduce(self, y):
+        return complex(self.load().sum(y).get())
+
+
+_PANDAS_LACKS = ("bfloat16", "float8", "complex")  # Arrow has no such type
+
+
+class PandasLib(Library):
+    name = module = dist = pip = "pandas"
+    takes_kwargs = False
+    note = ("producer: 1-D cases a pandas.Series (it offers __arrow_c_stream__ only), 2-D cases "
+            "DataFrame.to_numpy() (a read-only view under copy-on-write); consumer: "
+            "pandas.Series.from_arrow (Arrow PyCapsule objects only, 1-D, always a copy)")
+
+    def make(self, recipe, ref):
+        pd = self.load()
+        if recipe.dtype.startswith(_PANDAS_LACKS) or recipe.dtype == "float16":
+            raise Unsupported(f"no pandas column of {recipe.dtype} that Arrow can carry")
+        if recipe.ops:
+            raise Unsupported("pandas columns are contiguous (views of other layouts are copies)")
+        if ref.ndim == 1:
+            return pd.Series(np.array(ref, copy=True))
+        if ref.ndim == 2 and ref.size:
+            # DataFrame.to_numpy(): a read-only (copy-on-write) F-order view of the frame's block
+            return pd.DataFrame(np.array(ref, copy=True)).to_numpy()
+        raise Unsupported("pandas holds 1-D Series and 2-D frames")
+
+    def src_readonly(self, x):
+        if isinstance(x, np.ndarray):
+            return not x.flags.writeable
+        return True  # the Arrow stream's buffers are immutable for their consumers
+
+    def src_ptr(self, x):
+        if isinstance(x, np.ndarray):
+            return x.__array_interface__["data"][0]
+        block = getattr(x.array, "_ndarray", None)
+        if isinstance(block, np.ndarray) and x.dtype != bool:  # booleans are bit-packed: copied
+            return block.__array_interface__["data"][0]
+        return None
+
+    def consume(self, obj, *, device=None, copy=None):
+        if device is not None or copy is not None:
+            raise Unsupported("pandas.Series.from_arrow has no device= / copy=")
+        if not any(hasattr(obj, m) for m in ("__arrow_c_array__", "__arrow_c_stream__")):
+            raise Unsupported(f"pandas takes Arrow PyCapsule objects only, not a {type(obj).__name__}")
+        shape = getattr(obj, "shape", None)
+        if shape is not None and len(shape) != 1:
+            raise Unsupported("pandas.Series.from_arrow makes 1-D Series (an N-d tensor would be a Series of lists)")
+        return self.load().Series.from_arrow(obj)
+
+    def native_reduce(self, y):
+        return complex(y.sum())
+
+
 class PythonLib(Library):
     """Python's own objects: a memoryview over the data (buffer protocol), and lists."""
 
@@ -941,17 +1333,18 @@ ALL_LIBRARIES: list[type[Library]] = [
     NanoarrowLib,
     Arro3Lib,
     PolarsLib,
+    PaddleLib,
+    MlxLib,
+    WarpLib,
+    PandasLib,
+    CupyLib,
     PythonLib,
     RefLib,
 ]
 
 #: Array libraries with DLPack support that the checker has no adapter for yet (reported as
 #: "installed but not checked yet" when found).
-KNOWN_WITHOUT_ADAPTER = {
-    "cupy": ("cupy", "cupy"),
-    "mlx": ("mlx", "mlx"),
-    "paddle": ("paddle", "paddlepaddle"),
-}
+KNOWN_WITHOUT_ADAPTER: dict[str, tuple[str, str]] = {}
 
 
 def by_name() -> dict[str, Library]:
@@ -979,6 +1372,9 @@ class Discovered:
     builtin: bool
     note: str = ""
     slow_import: bool = False
+    #: why an installed library cannot be used here (then ``installed`` is False), e.g. CuPy
+    #: without a CUDA device
+    reason: str = ""
 
 
 def discover(selected: list[str] | None = None) -> list[Discovered]:
@@ -994,7 +1390,16 @@ def discover(selected: list[str] | None = None) -> list[Discovered]:
                 ver = lib.version()
             except Exception:  # noqa: BLE001
                 ver = "?"
-        out.append(Discovered(lib.name, inst, ver, lib.producer, lib.consumer, lib.builtin, lib.note, lib.slow_import))
+        reason = ""
+        probe = getattr(lib, "probe", None)
+        if not inst and probe is not None and Library.installed(lib):
+            reason = probe()[1]  # found, but not usable here
+            try:
+                ver = lib.version()
+            except Exception:  # noqa: BLE001
+                ver = "?"
+        out.append(Discovered(lib.name, inst, ver, lib.producer, lib.consumer, lib.builtin, lib.note, lib.slow_import,
+                              reason))
     return out
 
 

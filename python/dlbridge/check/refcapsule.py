@@ -151,22 +151,16 @@ NAME_USED_LEGACY = b"used_dltensor"
 NAME_USED_VERSIONED = b"used_dltensor_versioned"
 
 _api = ctypes.pythonapi
-_GetName = _api.PyCapsule_GetName
-_GetName.restype = ctypes.c_char_p
-_GetName.argtypes = [ctypes.py_object]
-_GetPointer = _api.PyCapsule_GetPointer
-_GetPointer.restype = c_void_p
-_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_SetName = _api.PyCapsule_SetName
-_SetName.restype = ctypes.c_int
-_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_CheckExact = _api.PyCapsule_IsValid
-_CheckExact.restype = ctypes.c_int
-_CheckExact.argtypes = [ctypes.py_object, ctypes.c_char_p]
+# Private prototypes, not the shared ``ctypes.pythonapi.PyCapsule_*`` objects: other libraries set
+# ``argtypes`` on those process-wide (warp 1.19 sets PyCapsule_New's destructor argument to a
+# CFUNCTYPE on every export), which would break these calls.
+_GetName = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(("PyCapsule_GetName", _api))
+_GetPointer = ctypes.PYFUNCTYPE(c_void_p, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_GetPointer", _api))
+_SetName = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_SetName", _api))
+_CheckExact = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_IsValid", _api))
 CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, c_void_p)
-_New = _api.PyCapsule_New
-_New.restype = ctypes.py_object
-_New.argtypes = [c_void_p, ctypes.c_char_p, c_void_p]  # destructor: NULL (see RefArray.finish)
+# destructor: NULL (see RefArray.finish)
+_New = ctypes.PYFUNCTYPE(ctypes.py_object, c_void_p, ctypes.c_char_p, c_void_p)(("PyCapsule_New", _api))
 # raw-pointer variants for use inside a capsule destructor (the object is being destroyed)
 _RawIsValid = ctypes.PYFUNCTYPE(ctypes.c_int, c_void_p, ctypes.c_char_p)(
     ("PyCapsule_IsValid", _api)

@@ -224,10 +224,13 @@ def hand_over(src: Source, case: Case) -> Any:
         return Recorder(x)
     if case.mode == "consumed":
         return Holder(x)
-    if case.mode == "raw_versioned":
-        return x.__dlpack__(max_version=(1, 0))
-    if case.mode == "raw_legacy":
-        return x.__dlpack__()
+    try:
+        if case.mode == "raw_versioned":
+            return x.__dlpack__(max_version=(1, 0))
+        if case.mode == "raw_legacy":
+            return x.__dlpack__()
+    except (BufferError, TypeError) as e:  # read-only data refused to a legacy capsule; no max_version
+        raise Unsupported(f"the producer gives no such capsule: {short(e)}") from e
     raise ValueError(case.mode)
 
 
@@ -675,6 +678,14 @@ def _producer_export_error(src: Source, case: Case, kw: dict) -> BaseException |
         return e
     if not hasattr(obj, "__dlpack__"):
         return None
+    if kw.get("device") is not None or kw.get("copy") is True:  # dlbridge then asks where the data is
+        try:
+            kind, ident = obj.__dlpack_device__()
+            if not isinstance(kind, int) or not isinstance(ident, int):
+                raise TypeError(f"{type(obj).__name__}.__dlpack_device__() returned ({kind!r}, {ident!r}); "
+                                "the DLPack protocol wants two ints")
+        except Exception as e:  # noqa: BLE001
+            return e
     try:
         cap = rc.export_capsule(
             obj, dl_device=(1, 0) if kw.get("device") == "cpu" else None, copy=kw.get("copy")

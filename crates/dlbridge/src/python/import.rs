@@ -555,12 +555,17 @@ fn wait_for_sycl_producer(obj: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
-/// The producer's `__dlpack_device__()`, or `None` when it has none (a pre-2021 producer).
+/// The producer's `__dlpack_device__()`, or `None` when it has none (a pre-2021 producer) or
+/// its answer is not two ints: paddle 3.3 answers `(kDLCPU, None)` for CPU tensors. Unknown
+/// means "ask the producer": its capsule says where the data is.
 fn dlpack_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>> {
     match obj.getattr_opt(intern!(obj.py(), "__dlpack_device__"))? {
         Some(method) => {
-            let (kind, id): (i32, i32) = method.call0()?.extract()?;
-            Ok(Some(Device::new(DeviceType(kind), id)))
+            let answer = method.call0()?;
+            Ok(answer
+                .extract::<(i32, i32)>()
+                .ok()
+                .map(|(kind, id)| Device::new(DeviceType(kind), id)))
         }
         None => Ok(None),
     }
