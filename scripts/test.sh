@@ -25,6 +25,9 @@
 #   4. bash scripts/docs.sh: the documentation site in strict mode (a broken link fails)
 #      python benches/run_quick.py: the quick mode of every benchmark, tables printed to the
 #      log, no timing asserted (DLBRIDGE_SKIP_BENCH=1 skips it)
+#      the main job: python -m dlbridge check over every installed peer, to the end; it fails
+#      when dlbridge itself fails a case (its report and JSON are kept in the log directory);
+#      DLBRIDGE_SKIP_CHECK=1 skips it
 #   5. python -m pytest [PYTEST ARGS...]  with the venv's python and scripts/env.sh
 #      (dpnp's SYCL device); a per-test --timeout (DLBRIDGE_PYTEST_TIMEOUT, default 300 s)
 #      comes first, so a --timeout in the arguments overrides it.
@@ -104,11 +107,22 @@ step bash scripts/docs.sh
 # the tables are read, not asserted; a benchmark that crashes fails the step).
 [ "${DLBRIDGE_SKIP_BENCH:-0}" = 1 ] || step "$REPO/scripts/run.sh" python benches/run_quick.py
 
+# The main job, as the README runs it: every pair of installed peers, directly and through
+# dlbridge. Its exit status is dlbridge's own (a peer's changed behaviour is a finding, not a
+# failure); the report lists the versions it checked.
+main_job() {
+    local log_dir="${DLBRIDGE_LOG_DIR:-$VENV/.dlbridge-logs}"
+    mkdir -p "$log_dir"
+    "$REPO/scripts/run.sh" python -m dlbridge check --json "$log_dir/check.json"
+}
+[ "${DLBRIDGE_SKIP_CHECK:-0}" = 1 ] || step main_job
+
 "$PY" - <<'PYEOF'
 from importlib import metadata
 names = ["dlbridge", "numpy", "torch", "jax", "jaxlib", "pyarrow", "nanoarrow", "arro3-core",
          "array-api-strict", "apache-tvm-ffi", "ml_dtypes", "polars", "tensorflow-cpu", "dpnp",
-         "dpctl", "intel-opencl-rt", "ray", "dask", "distributed", "hypothesis", "pytest"]
+         "dpctl", "intel-opencl-rt", "paddlepaddle", "mlx", "warp-lang", "pandas", "cupy-cuda12x",
+         "ray", "dask", "distributed", "hypothesis", "pytest"]
 def v(n):
     try:
         return metadata.version(n)
