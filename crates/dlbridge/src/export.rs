@@ -127,7 +127,7 @@ fn has_pointer_data(kind: DeviceType) -> bool {
 /// address, the received base and offset otherwise.
 pub(crate) fn data_and_offset(tensor: &Tensor) -> (*mut c_void, u64) {
     if has_pointer_data(tensor.device().kind) {
-        (tensor.data_ptr() as *mut c_void, 0)
+        (tensor.first_element().cast::<c_void>(), 0)
     } else {
         (tensor.raw_data(), tensor.byte_offset())
     }
@@ -150,8 +150,23 @@ impl Tensor {
     /// Export this tensor, giving it up. `IS_COPIED` is set when its memory is a copy that no
     /// other tensor or export shares, so that the consumer becomes its only user (the flag's
     /// promise); e.g. the result of [`Tensor::copy`] or of a device transfer.
-    pub fn export_owned(self, flavor: Flavor) -> Result<ManagedTensor> {
-        let sole = self.is_copied() && std::sync::Arc::strong_count(self.owner()) == 1;
+    ///
+    /// "No other" counts every owner, strong or weak, as [`Tensor::check_exclusive`] does, so
+    /// that the consumer's mutable views can alias nothing. The owner is not public, so safe
+    /// code cannot keep a second one across the export:
+    ///
+    /// ```compile_fail,E0624
+    /// use dlbridge::{Flavor, Tensor};
+    ///
+    /// let t = Tensor::from_vec(vec![0f32; 4], &[4])?;
+    /// let weak = std::sync::Arc::downgrade(t.owner()); // private: does not compile
+    /// let mut mine = Tensor::from_managed(t.export_owned(Flavor::Versioned { minor: 3 })?)?;
+    /// let other = weak.upgrade().unwrap();
+    /// let w = mine.as_slice_mut::<f32>()?;
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn export_owned(mut self, flavor: Flavor) -> Result<ManagedTensor> {
+        let sole = self.is_copied() && self.owner_is_unique();
         self.export_flagged(flavor, sole)
     }
 
@@ -306,6 +321,33 @@ mod tests {
         assert_eq!(flags(&sole) & FLAG_IS_COPIED, FLAG_IS_COPIED);
     }
 
+    /// The probe of a second owner kept across an owned export: inside the crate a `Weak` can
+    /// still be taken, and it must count as an owner.
+    #[test]
+    fn a_weak_owner_denies_is_copied_and_mutable_views() {
+        let t = Tensor::from_vec(vec![0f32; 4], &[4]).unwrap();
+        let weak = Arc::downgrade(t.owner());
+        let mut mine =
+            Tensor::from_managed(t.export_owned(Flavor::Versioned { minor: 3 }).unwrap()).unwrap();
+        assert!(!mine.is_copied());
+        let other = weak.upgrade().unwrap();
+        assert!(matches!(
+            mine.as_slice_mut::<f32>(),
+            Err(Error::Aliased { .. })
+        ));
+        drop(other);
+        // A strong share kept elsewhere denies it too, on any thread.
+        let mut t = Tensor::from_vec(vec![0f32; 4], &[4]).unwrap();
+        let strong = t.owner().clone();
+        assert!(!t.owner_is_unique());
+        std::thread::spawn(move || drop(strong)).join().unwrap();
+        assert!(t.owner_is_unique());
+        let mut mine =
+            Tensor::from_managed(t.export_owned(Flavor::Versioned { minor: 3 }).unwrap()).unwrap();
+        assert!(mine.is_copied());
+        mine.as_slice_mut::<f32>().unwrap()[0] = 1.0;
+    }
+
     #[test]
     fn readonly_never_through_legacy() {
         let t = Tensor::from_vec(vec![1u8, 2], &[2])
@@ -386,6 +428,127 @@ mod tests {
         assert_eq!(drops.load(Ordering::SeqCst), 0);
         drop(b);
         assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    /// A drop counter and a tensor whose owner is the counter plus `values`.
+    fn counted(values: Vec<f32>, drops: &Arc<AtomicUsize>) -> Tensor {
+        struct Counter(Arc<AtomicUsize>);
+        impl Drop for Counter {
+            fn drop(&mut self) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let layout = crate::layout::Layout::contiguous(&[values.len() as i64], 4).unwrap();
+        let owner: Owner = Arc::new((Counter(drops.clone()), values));
+        let data = owner
+            .downcast_ref::<(Counter, Vec<f32>)>()
+            .unwrap()
+            .1
+            .as_ptr();
+        // SAFETY: the vector lives in the owner, which every clone and export keeps alive; it
+        // is only read.
+        unsafe {
+            Tensor::from_raw_parts(
+                data.cast_mut().cast(),
+                0,
+                crate::Device::CPU,
+                DType::FLOAT32,
+                layout,
+                false,
+                false,
+                owner,
+            )
+        }
+        .unwrap()
+    }
+
+    /// One tensor read, exported, imported back and dropped from several threads at once:
+    /// every thread sees the values, and the owner is released once, after the last user.
+    #[test]
+    fn threads_share_export_and_drop_one_tensor() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let values: Vec<f32> = (0..64).map(|x| x as f32).collect();
+        let t = counted(values.clone(), &drops);
+        std::thread::scope(|scope| {
+            for i in 0..4 {
+                let t = &t;
+                let values = &values;
+                scope.spawn(move || {
+                    for _ in 0..8 {
+                        let flavor = if i % 2 == 0 {
+                            Flavor::Versioned { minor: 3 }
+                        } else {
+                            Flavor::Legacy
+                        };
+                        let back = Tensor::from_managed(t.export(flavor).unwrap()).unwrap();
+                        assert_eq!(back.as_slice::<f32>().unwrap(), &values[..]);
+                        assert_eq!(t.clone().to_vec::<f32>().unwrap(), *values);
+                    }
+                });
+            }
+        });
+        assert_eq!(drops.load(Ordering::SeqCst), 0);
+        drop(t);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    /// Exports handed to other threads and deleted there, all at once: the deleters run
+    /// concurrently and the owner is released exactly once, by whichever runs last.
+    #[test]
+    fn threads_delete_exports_concurrently() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let t = counted(vec![1.0; 16], &drops);
+        let exports: Vec<ManagedTensor> = (0..8)
+            .map(|i| {
+                let flavor = if i % 2 == 0 {
+                    Flavor::Versioned { minor: 3 }
+                } else {
+                    Flavor::Legacy
+                };
+                t.export(flavor).unwrap()
+            })
+            .collect();
+        drop(t);
+        let start = Arc::new(std::sync::Barrier::new(exports.len()));
+        let handles: Vec<_> = exports
+            .into_iter()
+            .map(|m| {
+                let start = start.clone();
+                std::thread::spawn(move || {
+                    start.wait();
+                    drop(m);
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+
+    /// Owned exports of one tensor's clones from several threads: at most one (the last clone)
+    /// may claim `IS_COPIED`, and only a claimant may write.
+    #[test]
+    fn threads_owned_exports_claim_sole_ownership_at_most_once() {
+        let t = Tensor::from_vec(vec![0u32; 8], &[8]).unwrap();
+        let clones: Vec<Tensor> = (0..4).map(|_| t.clone()).collect();
+        drop(t);
+        let claimed: Vec<bool> = std::thread::scope(|scope| {
+            let handles: Vec<_> = clones
+                .into_iter()
+                .map(|c| {
+                    scope.spawn(move || {
+                        let managed = c.export_owned(Flavor::Versioned { minor: 3 }).unwrap();
+                        let mut back = Tensor::from_managed(managed).unwrap();
+                        let sole = back.is_copied();
+                        assert_eq!(back.as_slice_mut::<u32>().is_ok(), sole);
+                        sole
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(claimed.iter().filter(|&&c| c).count() <= 1, "{claimed:?}");
     }
 
     #[test]

@@ -65,11 +65,13 @@
 //! # Threads
 //!
 //! `Tensor` is `Send` and `Sync`: the pointer it holds is only a description, and its owner is
-//! `Send + Sync`. Clones can be sent to other threads and read there. Reading a tensor with
-//! the GIL released is the way to do long work on it from a PyO3 function (see below); while
-//! the GIL is released, other Python threads can run, and one that writes the producer's array
-//! (a NumPy array passed in, say) races with the read. Import with a copy
-//! (`Import { copy: Some(true), .. }`) when the caller might do that.
+//! `Send + Sync`. Clones can be sent to other threads and read there, and the owner is
+//! released on whichever thread drops the last of them. Reading a tensor with the GIL
+//! released is the way to do long work on it from a PyO3 function (see below); while the GIL
+//! is released, and at any time on a free-threaded interpreter, other Python threads run, and
+//! one that writes the producer's array (a NumPy array passed in, say) races with the read
+//! (see [`Tensor::as_slice`]). Import with a copy (`Import { copy: Some(true), .. }`) when the
+//! caller might do that. No part of dlbridge relies on the GIL to guard its own state.
 //!
 //! # In a PyO3 extension
 //!

@@ -5,6 +5,10 @@
 //! descriptor maps the same pages with [`SharedMemory::map`]. The memfd has no name in the file
 //! system: the kernel frees it when the last descriptor and mapping are gone, so a killed
 //! process leaks nothing.
+//!
+//! Mapping a received descriptor is `unsafe` ([`SharedMemory::map`]): the memory is shared
+//! with other processes, which may write it while a Rust reference here views it; the caller
+//! states how the processes take turns.
 
 use std::ffi::c_void;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -64,7 +68,18 @@ impl SharedMemory {
 
     /// Map the memfd `fd` (its ownership is taken: closed on error too), which must be exactly
     /// `len` bytes and sealed against shrinking; read-only unless `writable`.
-    pub fn map(fd: OwnedFd, len: usize, writable: bool) -> Result<Self> {
+    ///
+    /// # Safety
+    /// The pages are shared with every process that holds the memfd (the sender keeps a
+    /// writable mapping), and a Rust reference promises that nothing else writes what it
+    /// views. While this mapping lives, the caller ensures that no other process writes the
+    /// bytes that code here reads through a reference ([`Tensor::as_slice`],
+    /// [`Tensor::host_bytes`], `as_array` on a tensor from [`view`]) while that reference
+    /// lives, and that no other process reads or writes bytes written here meanwhile: for
+    /// instance, the sender writes the data before it sends the descriptor, and neither side
+    /// writes it afterwards. The size cannot change (the memfd is sealed), so the mapping stays
+    /// valid whatever the other processes do; only the values are theirs.
+    pub unsafe fn map(fd: OwnedFd, len: usize, writable: bool) -> Result<Self> {
         // SAFETY: fstat writes one struct for a descriptor we own; fcntl only reads its seals.
         let (size, seals) = unsafe {
             let mut stat: libc::stat = std::mem::zeroed();
@@ -209,6 +224,10 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "memfd_create, fcntl seals and mmap are foreign functions Miri cannot run"
+    )]
     fn shared_copy_has_the_values_and_is_recognised() {
         let t = Tensor::from_vec((0..12).collect::<Vec<i32>>(), &[3, 4]).unwrap();
         let s = to_shared(&t).unwrap();
@@ -219,13 +238,19 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "memfd_create, fcntl seals and mmap are foreign functions Miri cannot run"
+    )]
     fn a_second_mapping_sees_the_same_memory() {
         let t = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], &[3]).unwrap();
         let s = to_shared(&t).unwrap();
         let (memory, description) = handle(&s).unwrap();
         // SAFETY: dup returns a new descriptor that we own.
         let fd = unsafe { OwnedFd::from_raw_fd(libc::dup(memory.raw_fd())) };
-        let other = Arc::new(SharedMemory::map(fd, memory.len(), true).unwrap());
+        // SAFETY: both mappings are in this thread of this process, which takes turns below:
+        // the write ends before the read starts.
+        let other = Arc::new(unsafe { SharedMemory::map(fd, memory.len(), true) }.unwrap());
         let seen = view(&other, &description, false, true).unwrap();
         assert_ne!(seen.data_ptr(), s.data_ptr());
         let one = Tensor::from_vec(vec![9.0f64], &[1]).unwrap();
@@ -235,19 +260,29 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "memfd_create, fcntl seals and mmap are foreign functions Miri cannot run"
+    )]
     fn mapping_checks_size_and_seals() {
         let memory = SharedMemory::create(64).unwrap();
         // SAFETY: as above.
         let dup = || unsafe { OwnedFd::from_raw_fd(libc::dup(memory.raw_fd())) };
-        assert!(SharedMemory::map(dup(), 65, true).is_err());
-        assert!(SharedMemory::map(dup(), 63, true).is_err());
-        assert!(SharedMemory::map(dup(), 64, false).is_ok());
+        // SAFETY: nothing reads or writes the mappings made here.
+        let map = |fd, len, writable| unsafe { SharedMemory::map(fd, len, writable) };
+        assert!(map(dup(), 65, true).is_err());
+        assert!(map(dup(), 63, true).is_err());
+        assert!(map(dup(), 64, false).is_ok());
         let file = std::fs::File::open("/proc/self/exe").unwrap();
         let size = file.metadata().unwrap().len() as usize;
-        assert!(SharedMemory::map(file.into(), size, false).is_err());
+        assert!(map(file.into(), size, false).is_err());
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "memfd_create, fcntl seals and mmap are foreign functions Miri cannot run"
+    )]
     fn empty_and_read_only_tensors() {
         let e = to_shared(&Tensor::from_vec(Vec::<f32>::new(), &[0, 3]).unwrap()).unwrap();
         assert_eq!((e.size(), e.nbytes()), (0, 0));

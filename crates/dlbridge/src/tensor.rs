@@ -325,9 +325,18 @@ impl Tensor {
         let align = self.itemsize().clamp(1, 16);
         self.size() == 0 || self.data_ptr() % align == 0
     }
-    /// The owner keeping the memory alive.
-    pub fn owner(&self) -> &Owner {
+    /// The owner keeping the memory alive. Crate-private: a public `&Owner` would let safe
+    /// code keep a second owner (a clone or an `Arc::downgrade`) that the uniqueness checks of
+    /// [`Tensor::check_exclusive`] and [`Tensor::export_owned`] cannot see once it is upgraded.
+    pub(crate) fn owner(&self) -> &Owner {
         &self.owner
+    }
+
+    /// True when no other owner of this tensor's memory exists, strong or weak: no clone, view
+    /// or export of this tensor, and no `Weak` that could become one later (`Arc::get_mut`
+    /// counts both, atomically with respect to other threads).
+    pub(crate) fn owner_is_unique(&mut self) -> bool {
+        Arc::get_mut(&mut self.owner).is_some()
     }
 
     /// The same memory, marked read-only.
@@ -363,6 +372,21 @@ impl Tensor {
     }
 
     /// The tensor's elements as a slice, when it is a C-contiguous, aligned host tensor of `T`.
+    ///
+    /// # When other threads write the memory
+    /// The slice is a shared borrow: Rust assumes that nothing writes these elements while it
+    /// lives. dlbridge never does (it writes only through `&mut` views, given to a sole owner,
+    /// and through `unsafe` copies), but a writable tensor's memory may also be reachable from
+    /// Python: the producer's array, when it was imported without a copy, or an array a
+    /// consumer made from an export of it. Python code that writes that array from another
+    /// thread while the slice lives races with these reads, and the values read are then not
+    /// defined: on a free-threaded interpreter such a thread runs at any moment; with the GIL,
+    /// whenever this thread releases it (`Python::detach`) or runs Python code. Python gives
+    /// arrays no lock, so this is the caller's to rule out, as with NumPy's own C API: when
+    /// another thread may write the array, import a copy (`copy=True`, [`Tensor::copy`]),
+    /// which nothing else can reach. The read-only flag only says that this tensor may not be
+    /// written: another view of the same memory may be writable. Memory a tensor owns as a
+    /// copy ([`Tensor::is_copied`]) is written by no one else unless it was exported writable.
     pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
         self.check_view::<T>()?;
         if !self.is_c_contiguous() {
@@ -379,7 +403,7 @@ impl Tensor {
         // (Element's contract).
         // SAFETY: being C-contiguous, the layout reaches exactly `size` consecutive such items
         // from the first, all valid while `self` (and so its owner) lives.
-        Ok(unsafe { std::slice::from_raw_parts(self.data_ptr() as *const T, self.size()) })
+        Ok(unsafe { std::slice::from_raw_parts(self.first_element().cast::<T>(), self.size()) })
     }
 
     /// The tensor's elements as a mutable slice, when it is a C-contiguous, aligned host tensor
@@ -412,9 +436,11 @@ impl Tensor {
     ///
     /// # Safety
     /// While the returned slice lives, no other reference, view or thread reads or writes
-    /// these elements: not the producer (e.g. Python code holding the array, which cannot run
-    /// while the GIL is held unless the function calls into Python or releases the GIL), not
-    /// another import or clone of the same memory.
+    /// these elements: not the producer (e.g. Python code holding the array, in another thread
+    /// or called from this one), not another import or clone of the same memory. Python gives
+    /// arrays no lock: on a free-threaded interpreter another thread may run Python code at
+    /// any moment, and with the GIL whenever this thread releases it, so the caller knows who
+    /// else holds the array (e.g. a buffer it made itself) or imports a copy instead.
     pub unsafe fn as_slice_mut_unchecked<T: Element>(&mut self) -> Result<&mut [T]> {
         if self.readonly {
             return Err(Error::ReadOnly);
@@ -455,7 +481,7 @@ impl Tensor {
                     .to_owned(),
             });
         }
-        if Arc::get_mut(&mut self.owner).is_none() {
+        if !self.owner_is_unique() {
             return Err(Error::Aliased {
                 reason: "a clone, view or export of this tensor is alive".to_owned(),
             });
@@ -510,7 +536,7 @@ impl Tensor {
         }
         // SAFETY: host-accessible, C-contiguous memory of `nbytes` bytes starting at the first
         // element, valid while `self` (and so its owner) lives.
-        Ok(unsafe { std::slice::from_raw_parts(self.data_ptr() as *const u8, self.nbytes()) })
+        Ok(unsafe { std::slice::from_raw_parts(self.first_element(), self.nbytes()) })
     }
 
     /// Every element in row-major order, copied out (any strides).
@@ -521,7 +547,7 @@ impl Tensor {
             // SAFETY: the layout was validated against this memory; `offset` is an element
             // offset it reaches, the data is host-accessible, the items are `size_of::<T>()`
             // bytes and the first is aligned for T (check_view), so every reached one is too.
-            out.push(unsafe { *(self.data_ptr() as *const T).offset(offset as isize) });
+            out.push(unsafe { *self.first_element().cast::<T>().offset(offset as isize) });
         });
         Ok(out)
     }

@@ -200,7 +200,7 @@ mod tests {
         // SAFETY: the 24 bytes of `t` stay valid while `bytes` (the owner) holds its memory.
         let back = unsafe {
             from_bytes(
-                bytes.data_ptr() as *mut u8,
+                bytes.first_element(),
                 24,
                 true,
                 Arc::new(bytes.clone()),

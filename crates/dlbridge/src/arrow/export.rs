@@ -136,7 +136,10 @@ pub fn export_named(
     let data = if tensor.size() == 0 && tensor.data_ptr() == 0 {
         std::ptr::null()
     } else {
-        tensor.data_ptr() as *const std::ffi::c_void
+        tensor
+            .first_element()
+            .cast_const()
+            .cast::<std::ffi::c_void>()
     };
     let values = ArraySpec {
         length: tensor.size() as i64,

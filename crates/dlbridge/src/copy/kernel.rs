@@ -907,6 +907,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "copies of megabytes, for the parallel and streaming paths: hours under Miri (scripts/tsan_test.sh runs them)"
+    )]
     fn transposes_with_every_instruction_set() {
         for (simd, stream) in every_simd()
             .into_iter()
@@ -945,6 +949,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "copies of megabytes, for the parallel and streaming paths: hours under Miri (scripts/tsan_test.sh runs them)"
+    )]
     fn large_byte_transposes_stream_past_the_caches() {
         // The transpose of a C-order (rows, cols) uint8 array: past STREAM_BYTES, in parallel
         // pieces, with a pitch that is not a multiple of 16 bytes in one case.

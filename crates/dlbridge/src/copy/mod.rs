@@ -138,7 +138,7 @@ impl Tensor {
         // data is copied whole, otherwise the plan writes every element of the dense layout,
         // whose elements tile the `nbytes` bytes exactly.
         let mut buffer = unsafe { HostBuffer::uninit(nbytes) }?;
-        let src = self.data_ptr() as *const u8;
+        let src = self.first_element().cast_const();
         if already_dense {
             // One contiguous run of bytes (packed sub-byte data included).
             let bytes = [nbytes as i64];
@@ -265,8 +265,8 @@ pub unsafe fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
             // first element; the ranges are disjoint (checked above) and `dst` is writable.
             unsafe {
                 std::ptr::copy_nonoverlapping(
-                    src.data_ptr() as *const u8,
-                    dst.data_ptr() as *mut u8,
+                    src.first_element().cast_const(),
+                    dst.first_element(),
                     dst.nbytes(),
                 )
             };
@@ -289,8 +289,8 @@ pub unsafe fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
         kernel::run(
             &plan,
             dst.itemsize(),
-            src.data_ptr() as *const u8,
-            dst.data_ptr() as *mut u8,
+            src.first_element().cast_const(),
+            dst.first_element(),
             Destination::Existing { disjoint },
         )
     };
@@ -355,6 +355,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "copies of megabytes, for the parallel and streaming paths: hours under Miri (scripts/tsan_test.sh runs them)"
+    )]
     fn big_transposes_every_itemsize() {
         for (item, dtype) in [
             (1, DType::UINT8),
@@ -380,6 +384,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "copies of megabytes, for the parallel and streaming paths: hours under Miri (scripts/tsan_test.sh runs them)"
+    )]
     fn large_copies() {
         // Many parallel pieces, tiles with 64-byte aligned destination lines.
         let (rows, cols) = (1024i64, 4160i64);
@@ -412,6 +420,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "copies of megabytes, for the parallel and streaming paths: hours under Miri (scripts/tsan_test.sh runs them)"
+    )]
     fn big_contiguous_copy() {
         let n = (3 * PARALLEL_THRESHOLD / 8 + 5) as i64;
         let t = Tensor::from_vec((0..n).collect::<Vec<i64>>(), &[n]).unwrap();
@@ -425,6 +437,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "copies of megabytes, for the parallel and streaming paths: hours under Miri (scripts/tsan_test.sh runs them)"
+    )]
     fn contiguous_copies_around_the_chunked_threshold() {
         let at = kernel::CONTIGUOUS_THRESHOLD;
         for bytes in [at - 1, at, at + 4097] {
@@ -453,6 +469,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "copies of megabytes, for the parallel and streaming paths: hours under Miri (scripts/tsan_test.sh runs them)"
+    )]
     fn large_contiguous_copies_of_unaligned_views() {
         // Views that start 3 bytes into their buffers: above the threshold, the streaming
         // kernel copies an unaligned head and tail the ordinary way.

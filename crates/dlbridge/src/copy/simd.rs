@@ -332,7 +332,9 @@ mod tests {
                 &mut buf,
             )
         };
-        store_fence();
+        if stream {
+            store_fence();
+        }
         for x in 0..B {
             for y in 0..B {
                 let (got, want) = (dst[start + x * dst_pitch + y], src[y * src_pitch + x]);
@@ -347,8 +349,11 @@ mod tests {
         if Simd::detected() == Simd::Avx2 {
             kinds.push(Simd::Avx2);
         }
+        // Non-temporal stores are inline assembly, which Miri cannot run: it checks the
+        // ordinary stores only.
+        let streams: &[bool] = if cfg!(miri) { &[false] } else { &[false, true] };
         for simd in kinds {
-            for stream in [false, true] {
+            for &stream in streams {
                 check::<u8, 64, 16>(simd, stream, |i| (i * 7 % 251) as u8);
                 check::<u16, 32, 8>(simd, stream, |i| i as u16);
                 check::<u32, 16, 4>(simd, stream, |i| i as u32);

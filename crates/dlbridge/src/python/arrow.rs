@@ -183,40 +183,60 @@ fn capsule_pointer<T: CapsuleStruct>(obj: &Bound<'_, PyAny>) -> PyResult<*mut T>
     Ok(raw.cast())
 }
 
+/// `take` run on the struct of a capsule named `T::CAPSULE_NAME`, inside a critical section on
+/// the capsule (CPython's per-object lock on free-threaded builds, a no-op where the GIL makes
+/// the attached thread run alone): a capsule moved out from several threads at once is moved
+/// out once, and the others find its struct released. `take` only copies the struct and marks
+/// the source released; it calls nothing that could suspend the section.
+fn move_out<T: CapsuleStruct, R>(
+    capsule: &Bound<'_, PyAny>,
+    take: impl FnOnce(*mut T) -> crate::error::Result<R>,
+) -> PyResult<R> {
+    pyo3::sync::critical_section::with_critical_section(capsule, || {
+        let raw = capsule_pointer::<T>(capsule)?;
+        Ok(take(raw)?)
+    })
+}
+
 /// Move the schema out of an `arrow_schema` capsule.
 pub fn take_schema(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedSchema> {
-    let raw = capsule_pointer::<ArrowSchema>(capsule)?;
-    // SAFETY: an arrow_schema capsule holds a valid (or released) ArrowSchema, alive while we
-    // borrow the capsule; the capsule protocol lets the consumer move it out.
-    Ok(unsafe { OwnedSchema::take(raw) }?)
+    move_out::<ArrowSchema, _>(capsule, |raw| {
+        // SAFETY: an arrow_schema capsule holds a valid (or released) ArrowSchema, alive while
+        // we borrow the capsule; the capsule protocol lets the consumer move it out.
+        unsafe { OwnedSchema::take(raw) }
+    })
 }
 
 /// Move the array out of an `arrow_array` capsule.
 pub fn take_array(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedArray> {
-    let raw = capsule_pointer::<ArrowArray>(capsule)?;
-    // SAFETY: as for take_schema, with an ArrowArray of CPU memory.
-    Ok(unsafe { OwnedArray::take(raw) }?)
+    move_out::<ArrowArray, _>(capsule, |raw| {
+        // SAFETY: as for take_schema, with an ArrowArray of CPU memory.
+        unsafe { OwnedArray::take(raw) }
+    })
 }
 
 /// Move the array out of an `arrow_device_array` capsule.
 pub fn take_device_array(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedArray> {
-    let raw = capsule_pointer::<ArrowDeviceArray>(capsule)?;
-    // SAFETY: as for take_schema, with an ArrowDeviceArray.
-    Ok(unsafe { OwnedArray::take_device(raw) }?)
+    move_out::<ArrowDeviceArray, _>(capsule, |raw| {
+        // SAFETY: as for take_schema, with an ArrowDeviceArray.
+        unsafe { OwnedArray::take_device(raw) }
+    })
 }
 
 /// Move the stream out of an `arrow_array_stream` capsule.
 pub fn take_stream(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedStream> {
-    let raw = capsule_pointer::<ArrowArrayStream>(capsule)?;
-    // SAFETY: as for take_schema, with an ArrowArrayStream.
-    Ok(unsafe { OwnedStream::take(raw) }?)
+    move_out::<ArrowArrayStream, _>(capsule, |raw| {
+        // SAFETY: as for take_schema, with an ArrowArrayStream.
+        unsafe { OwnedStream::take(raw) }
+    })
 }
 
 /// Move the stream out of an `arrow_device_array_stream` capsule.
 pub fn take_device_stream(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedDeviceStream> {
-    let raw = capsule_pointer::<ArrowDeviceArrayStream>(capsule)?;
-    // SAFETY: as for take_schema, with an ArrowDeviceArrayStream.
-    Ok(unsafe { OwnedDeviceStream::take(raw) }?)
+    move_out::<ArrowDeviceArrayStream, _>(capsule, |raw| {
+        // SAFETY: as for take_schema, with an ArrowDeviceArrayStream.
+        unsafe { OwnedDeviceStream::take(raw) }
+    })
 }
 
 // ------------------------------------------------------------------------------------------

@@ -115,11 +115,14 @@ pub fn map(
         }
         // SAFETY: `duplicate` is a new descriptor that nothing else owns.
         let owned = unsafe { OwnedFd::from_raw_fd(duplicate) };
-        let memory = Arc::new(crate::shared::SharedMemory::map(
-            owned,
-            length,
-            !metadata.readonly,
-        )?);
+        // SAFETY: the memory is shared with the sending process, as Python's shared memory
+        // (`multiprocessing.shared_memory`, torch's `share_memory_`) is: the processes take
+        // turns by their own means. dlbridge keeps no reference to it across Python code: its
+        // own reads (pickling, copies, conversions) are copies made while one call runs, and
+        // the sealed size keeps the mapping valid whatever the sender does.
+        let memory = Arc::new(unsafe {
+            crate::shared::SharedMemory::map(owned, length, !metadata.readonly)
+        }?);
         let tensor = crate::shared::view(&memory, &metadata.description, metadata.readonly, false)?;
         Ok((tensor, metadata.dim_names))
     }
