@@ -65,7 +65,8 @@ fn writable_arguments_are_the_callers_memory() {
             arg.as_slice_mut::<u8>(),
             Err(dlbridge::Error::Aliased { .. })
         ));
-        // SAFETY: the GIL is held and nothing else views the bytearray during the write.
+        // SAFETY: the bytearray was made just above and no other thread has a reference to
+        // it; nothing else views it during the write.
         unsafe { arg.as_slice_mut_unchecked::<u8>() }.unwrap()[0] = 10;
         assert_eq!(source.to_vec(), [10, 2, 3], "written in place");
 

@@ -49,11 +49,14 @@ fn total_with(x: &Bound<'_, PyAny>, copy: Option<bool>) -> PyResult<f64> {
 }
 
 /// Multiply a float32 array by `factor` in place: the caller's own memory is written (a
-/// read-only array, or one that could only be taken as a copy, is a BufferError).
+/// read-only array, or one that could only be taken as a copy, is a BufferError). As with
+/// NumPy's in-place operations, no other thread may read or write the array meanwhile.
 #[pyfunction]
 fn scale(mut x: WritableTensor, factor: f32) -> PyResult<()> {
-    // SAFETY: the GIL is held for the whole loop and nothing here calls into Python or makes
-    // another view of the array, so no one else reads or writes these elements meanwhile.
+    // SAFETY: the caller lends the array to be written for the duration of the call, with no
+    // other thread reading or writing it meanwhile (the function's documented contract: Python
+    // gives arrays no lock, and NumPy's in-place operations ask the same); the loop itself
+    // makes no other view of the array and runs no Python code.
     for v in unsafe { x.as_slice_mut_unchecked::<f32>() }? {
         *v *= factor;
     }
@@ -96,7 +99,12 @@ fn passthrough(x: Tensor) -> Tensor {
 /// The `dlbridge_example` module: the functions above. It does not call
 /// `dlbridge::python::register` (which would add dlbridge's classes and functions): a
 /// returned `Tensor` works without it.
-#[pymodule]
+// `gil_used = true`, as the `dlbridge` module itself says for now: a free-threaded interpreter
+// turns the GIL back on when it imports this module. The functions here would be sound without
+// it (the only shared memory they write, in `scale`, is lent under the contract stated there),
+// and PyO3's default would declare free-threading support; the module keeps the GIL until
+// dlbridge's test suite has run on a free-threaded build.
+#[pymodule(gil_used = true)]
 fn dlbridge_example(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(total, m)?)?;
     m.add_function(wrap_pyfunction!(total_numpy, m)?)?;

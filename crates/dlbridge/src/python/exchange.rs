@@ -80,7 +80,8 @@ impl Api {
             .managed_tensor_from_py_object_no_sync
             .expect("checked in find_major");
         let mut out = std::ptr::null_mut();
-        // SAFETY: `obj` is of the type the table was found on (cache key), the GIL is held, and
+        // SAFETY: `obj` is of the type the table was found on (cache key), this thread is
+        // attached to the interpreter (the table's requirement for its Python entry points), and
         // `out` receives an owned managed tensor or stays NULL with an exception set.
         let status = unsafe { export(obj.as_ptr().cast(), &mut out) };
         // SAFETY: on success `out` is an owned versioned tensor; NULL gives None.

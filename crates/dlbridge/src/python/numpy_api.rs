@@ -88,8 +88,10 @@ type SetBaseObjectFn = unsafe extern "C" fn(*mut ffi::PyObject, *mut ffi::PyObje
 #[derive(Clone, Copy, Debug)]
 pub struct Api(NonNull<*const c_void>);
 
-// SAFETY: the table is immutable, process-lifetime data; every call through it happens with
-// the GIL held (each method takes a GIL-bound argument).
+// SAFETY: the table is immutable, process-lifetime data, so sharing its address between
+// threads is sound; every call through it is made by a thread attached to the interpreter
+// (each method takes a `Python`-bound argument), which NumPy's C API requires, and NumPy's
+// functions do their own locking where free-threaded builds need it.
 unsafe impl Send for Api {}
 // SAFETY: see above.
 unsafe impl Sync for Api {}

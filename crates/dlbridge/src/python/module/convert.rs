@@ -145,8 +145,11 @@ impl<'a, 'py> FromPyObject<'a, 'py> for HostTensor {
 ///
 /// The memory still belongs to the caller's array, which Python code (and other imports of
 /// the same array) can reach, so safe mutable views ([`Tensor::as_slice_mut`]) refuse it:
-/// writing goes through [`Tensor::as_slice_mut_unchecked`], whose contract the function keeps
-/// (with the GIL held and no other view of the array alive, nothing else reads or writes it).
+/// writing goes through [`Tensor::as_slice_mut_unchecked`], whose contract the function keeps:
+/// it makes no other view of the array, and, like NumPy's in-place operations, it documents
+/// that no other thread may read or write the array during the call (Python gives arrays no
+/// lock, so the GIL does not ensure it: on a free-threaded interpreter, or once the function
+/// releases the GIL, other threads run).
 ///
 /// ```no_run
 /// use dlbridge::python::WritableTensor;
@@ -155,7 +158,8 @@ impl<'a, 'py> FromPyObject<'a, 'py> for HostTensor {
 /// /// Doubles a float32 array in place (numpy, torch, ...).
 /// #[pyfunction]
 /// fn double(mut x: WritableTensor) -> PyResult<()> {
-///     // SAFETY: the GIL is held and this function makes no other view of the array.
+///     // SAFETY: the caller lends the array for the call, with no other thread reading or
+///     // writing it meanwhile (this function's documented contract); no other view is made.
 ///     for v in unsafe { x.as_slice_mut_unchecked::<f32>() }? {
 ///         *v *= 2.0;
 ///     }
