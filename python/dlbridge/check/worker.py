@@ -567,6 +567,8 @@ def _exception_fault(e: BaseException, pname: str, cname: str, src: Source, case
         return "producer"
     if lib == cname and lib != pname:
         return "consumer"
+    if isinstance(e, TypeError) and _bad_device_answer(src.x) is not None:
+        return "producer"  # the consumer choked on the producer's malformed __dlpack_device__
     kw = {"copy": case.copy}
     if case.device == "cpu":
         kw["device"] = "cpu"
@@ -668,6 +670,21 @@ def _verify_tensor_export(t: Any, src: Source, case: Case) -> set[str]:
     return {c for c, _ in judge(obs, src, case, expect_device=None, copy=None)}
 
 
+def _bad_device_answer(obj: Any) -> BaseException | None:
+    """The producer's ``__dlpack_device__()`` when it is not two ints (paddle 3.3 answers
+    ``(kDLCPU, None)``), as the TypeError a consumer reading it gets; None when it is fine."""
+    try:
+        kind, ident = obj.__dlpack_device__()
+        if not isinstance(kind, int) or not isinstance(ident, int):
+            raise TypeError(f"{type(obj).__name__}.__dlpack_device__() returned ({kind!r}, {ident!r}); "
+                            "the DLPack protocol wants two ints")
+    except AttributeError:
+        return None
+    except Exception as e:  # noqa: BLE001
+        return e
+    return None
+
+
 def _producer_export_error(src: Source, case: Case, kw: dict) -> BaseException | None:
     """Ask the producer for a capsule the way dlbridge does; the exception it raises, if any."""
     if case.mode in ("consumed", "raw_versioned", "raw_legacy", "list"):
@@ -679,13 +696,9 @@ def _producer_export_error(src: Source, case: Case, kw: dict) -> BaseException |
     if not hasattr(obj, "__dlpack__"):
         return None
     if kw.get("device") is not None or kw.get("copy") is True:  # dlbridge then asks where the data is
-        try:
-            kind, ident = obj.__dlpack_device__()
-            if not isinstance(kind, int) or not isinstance(ident, int):
-                raise TypeError(f"{type(obj).__name__}.__dlpack_device__() returned ({kind!r}, {ident!r}); "
-                                "the DLPack protocol wants two ints")
-        except Exception as e:  # noqa: BLE001
-            return e
+        bad = _bad_device_answer(obj)
+        if bad is not None:
+            return bad
     try:
         cap = rc.export_capsule(
             obj, dl_device=(1, 0) if kw.get("device") == "cpu" else None, copy=kw.get("copy")
