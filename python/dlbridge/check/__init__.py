@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             print(f"unknown libraries: {', '.join(unknown)}; known: {', '.join(sorted(known))}", file=sys.stderr)
             return 2
-        absent = [d.name for d in discover(libs) if not d.installed]
+        absent = [d.name + (f" ({d.reason})" if d.reason else "") for d in discover(libs) if not d.installed]
         if absent:
             print(f"not installed (skipped): {', '.join(absent)}", file=sys.stderr)
     cases = [x.strip() for x in args.cases.split(",")] if args.cases else None
