@@ -132,3 +132,24 @@ def test_explain_agrees_with_convert(copy):
             assert not plan.possible and plan.error == "BufferError"
             continue
         assert plan.possible and plan.copies == done.copies and plan.steps == done.steps
+
+
+def test_checker_runs_mlx_as_producer_and_consumer(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "check.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "dlbridge", "check", "--libraries", "numpy,mlx",
+         "--cases", "dtype/float32,dtype/float64,layout/transposed", "--json", str(out), "-q"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert "mlx" in doc["libraries"]
+    by = {(r["producer"], r["consumer"], r["case"], r["route"]): r["status"] for r in doc["results"]}
+    for route in ("direct", "dlbridge"):
+        assert by[("mlx", "numpy", "dtype/float32", route)] == "pass"
+        assert by[("numpy", "mlx", "dtype/float32", route)] == "pass"
+    assert by[("numpy", "mlx", "dtype/float64", "direct")] == "fail"  # MLX narrows to float32
