@@ -10,8 +10,9 @@
 #      the ABI check: dlbridge's "pyo3" feature must not choose pyo3's abi3 (only the
 #      wheel's cdylib does), so that extensions depending on dlbridge keep their own choice
 #      the crate's API docs: cargo doc -p dlbridge --all-features --no-deps with
-#      RUSTDOCFLAGS=-D warnings (a broken intra-doc link fails), and the published crate's
-#      file list (cargo package --list: the license files and README must be in it)
+#      RUSTDOCFLAGS=-D warnings (a broken intra-doc link fails) and as docs.rs builds them
+#      (nightly, --cfg docsrs; skipped loudly without it), and the published crate's file
+#      list (cargo package --list: the license files and README must be in it)
 #   3. cargo test --workspace --exclude dlbridge-py --all-features
 #      cargo test -p dlbridge --no-default-features   (no CUDA loader, no Python)
 #      bash scripts/asan_test.sh: the core's unit tests under AddressSanitizer (nightly;
@@ -72,6 +73,17 @@ no_abi3_from_dlbridge() {
 step no_abi3_from_dlbridge
 
 RUSTDOCFLAGS="-D warnings" step cargo doc -p dlbridge --all-features --no-deps
+
+# The API docs as docs.rs builds them: nightly with --cfg docsrs, so that every feature-gated
+# item says which feature it needs. Skipped loudly without a nightly toolchain.
+docs_rs_build() {
+    if ! cargo +nightly --version >/dev/null 2>&1; then
+        echo "test.sh: docs.rs build SKIPPED: no nightly toolchain (rustup toolchain install nightly to run it)" >&2
+        return 0
+    fi
+    RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo +nightly doc -p dlbridge --all-features --no-deps
+}
+step docs_rs_build
 
 # What `cargo publish` would upload: the manifest is valid and the crate carries its licenses.
 crate_has_licenses() {

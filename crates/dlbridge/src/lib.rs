@@ -25,7 +25,8 @@
 //!   [`Order`]), the typed element types ([`Element`]), the DLPack managed tensor
 //!   ([`ManagedTensor`], exported with a [`Flavor`]), and the one error type ([`Error`]).
 //! - [`arrow`]: the Arrow C data and device interfaces, in ([`arrow::tensor_from_arrow`]) and
-//!   out ([`arrow::export`]), streams included.
+//!   out ([`arrow::export`]), streams included; with the `arrow-rs` feature, `arrow::arrow_rs`
+//!   connects tensors to arrow-rs arrays and record batches, and to Arrow C Device arrays.
 //! - [`cuda`]: CUDA transfers and DLPack stream semantics, with the driver loaded at run time.
 //! - [`ffi`]: the `#[repr(C)]` DLPack and Arrow structs, and the DLPack C exchange API table.
 //! - [`wire`] and `shared` (Linux): a tensor as bytes plus a checked description, and in
@@ -133,10 +134,18 @@
 //! | `cuda` | yes | CUDA transfers; the driver is loaded at run time, nothing links CUDA |
 //! | `pyo3` | no | the Python face (pyo3 0.30; the extension picks its own Python ABI) |
 //! | `ndarray` | no | `ndarray` views of host tensors and `Tensor::from(ndarray::Array)` (ndarray 0.17) |
+//! | `arrow-rs` | no | `arrow::arrow_rs`: tensors to and from `arrow_array` arrays, record batch columns and Arrow C Device arrays (arrow-rs 60, Rust 1.88) |
+//!
+//! Each optional dependency is re-exported under its feature (`dlbridge::pyo3`,
+//! `dlbridge::ndarray`, `dlbridge::arrow_array`, `dlbridge::arrow_schema`), so a user can name
+//! the very version dlbridge was built with instead of matching it by hand.
 //!
 //! The minimum supported Rust version is 1.85.
 
 #![deny(missing_docs)]
+// docs.rs sets `docsrs` (so does CI's docs.rs-like build): each feature-gated item then says
+// which feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod arrow;
 pub mod copy;
@@ -166,3 +175,19 @@ pub use export::Flavor;
 pub use layout::Layout;
 pub use managed::ManagedTensor;
 pub use tensor::{Element, Elements, Owner, Tensor};
+
+/// The `pyo3` crate dlbridge is built with.
+#[cfg(feature = "pyo3")]
+pub use pyo3;
+
+/// The `ndarray` crate dlbridge is built with.
+#[cfg(feature = "ndarray")]
+pub use ndarray;
+
+/// The `arrow-array` crate dlbridge is built with.
+#[cfg(feature = "arrow-rs")]
+pub use arrow_array;
+
+/// The `arrow-schema` crate dlbridge is built with.
+#[cfg(feature = "arrow-rs")]
+pub use arrow_schema;

@@ -21,7 +21,13 @@
 //! `permutation[i]`). Arrow C++ (and so pyarrow) reads and writes the inverse mapping for
 //! permutations that are not their own inverse; involutive ones (every 2-d transpose, `[2,1,0]`,
 //! `[0,2,1]`...) mean the same in both.
+//!
+//! **arrow-rs** (feature `arrow-rs`): [`arrow_rs`] turns tensors into `arrow_array` arrays and
+//! record batch columns and back through these same structs, and wraps Arrow C Device arrays
+//! for Rust programs.
 
+#[cfg(feature = "arrow-rs")]
+pub mod arrow_rs;
 mod build;
 #[cfg(test)]
 mod c_struct_tests;
