@@ -1,33 +1,107 @@
 #!/usr/bin/env bash
 # Build what dlbridge ships into dist/ (git-ignored):
-#   bash scripts/build_dist.sh
+#   bash scripts/build_dist.sh [PLATFORM...]
 #
-# 1. one abi3 wheel (CPython 3.11 and newer) tagged manylinux2014 (manylinux_2_17), so it
-#    installs on every mainstream Linux: maturin links against an old glibc with zig
-#    (`maturin build --zig`, zig from the `ziglang` PyPI package) instead of this machine's,
-#    profile-guided (scripts/pgo.sh);
-# 2. the source distribution (`maturin sdist`), which `pip install dlbridge-*.tar.gz` builds
-#    with maturin from PyPI and a Rust toolchain.
+# One abi3 wheel (CPython 3.11 and newer) per platform, all built on this Linux x86-64
+# machine, and the source distribution. PLATFORM is one or more of (default: all four):
+#   linux-x86_64    tagged manylinux2014 (manylinux_2_17): linked with zig against an old glibc
+#                   (`maturin build --zig`, zig from the `ziglang` PyPI package) instead of this
+#                   machine's, so it installs on every mainstream Linux; profile-guided
+#                   (scripts/pgo.sh)
+#   linux-aarch64   the same for 64-bit Arm (rustup target aarch64-unknown-linux-gnu, zig)
+#   macos           one universal2 wheel, Apple silicon and Intel (macOS 11 / 10.12 and newer;
+#                   rustup targets aarch64-apple-darwin and x86_64-apple-darwin, zig)
+#   windows-x86_64  win_amd64, built for x86_64-pc-windows-gnu with Debian's MinGW-w64 linker
+#                   (gcc-mingw-w64-x86-64, installed here when missing and we may); it links
+#                   only python3.dll and Windows' own DLLs
+# The source distribution (`maturin sdist`) is always built; `pip install dlbridge-*.tar.gz`
+# builds it with maturin from PyPI and a Rust toolchain.
 #
-# Uses the project's venv (scripts/bootstrap.sh installs maturin and ziglang there). Builds
-# in <CARGO_TARGET_DIR or target>/dist, apart from the development build, so that neither
-# invalidates the other's cached artefacts. Prints the paths of the two files.
+# Only the linux-x86_64 wheel is profile-guided: the training run must execute the build.
+# Missing rustup targets are added (a download the first time). Uses the project's venv
+# (scripts/bootstrap.sh installs maturin and ziglang there). Builds in
+# <CARGO_TARGET_DIR or target>/dist, apart from the development build, so that neither
+# invalidates the other's cached artefacts. Prints the paths of the files. About 10 min cold on
+# two cores for all four platforms; linux-x86_64 alone (what CI's distribution test builds)
+# about 3 min.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 VENV="$(. scripts/env.sh && printf '%s' "$DLBRIDGE_VENV")"
 PY="$VENV/bin/python"
-if [ ! -x "$VENV/bin/maturin" ]; then
+MATURIN="$VENV/bin/maturin"
+if [ ! -x "$MATURIN" ]; then
     echo "build_dist.sh: no maturin in $VENV; run: bash scripts/bootstrap.sh" >&2
     exit 1
 fi
+
+platforms=("$@")
+if [ "${#platforms[@]}" = 0 ]; then
+    platforms=(linux-x86_64 linux-aarch64 macos windows-x86_64)
+fi
+for platform in "${platforms[@]}"; do
+    case "$platform" in
+    linux-x86_64 | linux-aarch64 | macos | windows-x86_64) ;;
+    *)
+        echo "build_dist.sh: unknown platform $platform (linux-x86_64, linux-aarch64, macos, windows-x86_64)" >&2
+        exit 2
+        ;;
+    esac
+done
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}/dist"
 rm -rf dist
 # maturin looks for zig as `python -m ziglang` of the interpreter on PATH: the venv's
 export PATH="$VENV/bin:$PATH"
-# profile-guided, like the development build (DLBRIDGE_PGO=0: a plain release build)
-bash scripts/pgo.sh build dist --zig --compatibility manylinux2014 --interpreter "$PY"
-"$VENV/bin/maturin" sdist --out dist
+
+# add_targets TARGET...: rustup's standard libraries for cross builds, when missing
+add_targets() {
+    local installed target
+    installed="$(rustup target list --installed)"
+    for target in "$@"; do
+        grep -qx "$target" <<<"$installed" || rustup target add "$target"
+    done
+}
+
+# mingw_linker: Debian's MinGW-w64 linker for the Windows build, installed when missing and we
+# may (root, or sudo without a password)
+mingw_linker() {
+    command -v x86_64-w64-mingw32-gcc >/dev/null && return 0
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo -n"
+    if command -v apt-get >/dev/null && { [ -z "$sudo" ] || sudo -n true 2>/dev/null; }; then
+        echo "build_dist.sh: apt-get install gcc-mingw-w64-x86-64 (the Windows wheel's linker)"
+        $sudo apt-get update -qq
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-mingw-w64-x86-64 >/dev/null
+    else
+        echo "build_dist.sh: the windows-x86_64 wheel needs x86_64-w64-mingw32-gcc: apt-get install gcc-mingw-w64-x86-64" >&2
+        return 1
+    fi
+}
+
+for platform in "${platforms[@]}"; do
+    echo "build_dist.sh: $platform"
+    case "$platform" in
+    linux-x86_64)
+        # profile-guided, like the development build (DLBRIDGE_PGO=0: a plain release build)
+        bash scripts/pgo.sh build dist --zig --compatibility manylinux2014 --interpreter "$PY"
+        ;;
+    linux-aarch64)
+        add_targets aarch64-unknown-linux-gnu
+        "$MATURIN" build --release --out dist --zig --compatibility manylinux2014 \
+            --target aarch64-unknown-linux-gnu --interpreter "$PY"
+        ;;
+    macos)
+        add_targets aarch64-apple-darwin x86_64-apple-darwin
+        "$MATURIN" build --release --out dist --zig --target universal2-apple-darwin --interpreter "$PY"
+        ;;
+    windows-x86_64)
+        add_targets x86_64-pc-windows-gnu
+        mingw_linker
+        "$MATURIN" build --release --out dist --target x86_64-pc-windows-gnu --interpreter "$PY"
+        ;;
+    esac
+done
+"$MATURIN" sdist --out dist
 ls -1 dist/*

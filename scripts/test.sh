@@ -7,6 +7,8 @@
 #   1. cargo fmt --all -- --check
 #   2. cargo clippy --workspace --all-targets --all-features -- -D warnings
 #      cargo clippy -p dlbridge --all-targets -- -D warnings   (the pure-Rust build)
+#      bash scripts/cross_check.sh: the same clippy for Windows, macOS (Arm, Intel) and Linux
+#      on Arm, the targets added with rustup when missing (DLBRIDGE_SKIP_CROSS=1 skips it)
 #      the ABI check: dlbridge's "pyo3" feature must not choose pyo3's abi3 (only the
 #      wheel's cdylib does), so that extensions depending on dlbridge keep their own choice
 #      the crate's API docs: cargo doc -p dlbridge --all-features --no-deps with
@@ -23,6 +25,9 @@
 #      bash scripts/examples.sh: build and test examples/ (a pure-Rust DLPack consumer of a C
 #      producer; a PyO3 extension built with maturin, with its own pytest), in the same cargo
 #      target directory (DLBRIDGE_SKIP_EXAMPLES=1 skips it)
+#      bash scripts/aarch64_smoke.sh: the Linux aarch64 wheel built and run under qemu in an
+#      arm64 Debian root kept in ~/.cache/dlbridge/aarch64 (its smoke set and the checker with
+#      NumPy); DLBRIDGE_SKIP_AARCH64=1 skips it
 #   4. bash scripts/docs.sh: the documentation site in strict mode (a broken link fails)
 #      python benches/run_quick.py: the quick mode of every benchmark, tables printed to the
 #      log, no timing asserted (DLBRIDGE_SKIP_BENCH=1 skips it)
@@ -60,6 +65,7 @@ export PYO3_PYTHON="$PY"
 step cargo fmt --all -- --check
 step cargo clippy --workspace --all-targets --all-features -- -D warnings
 step cargo clippy -p dlbridge --all-targets -- -D warnings
+[ "${DLBRIDGE_SKIP_CROSS:-0}" = 1 ] || step bash scripts/cross_check.sh
 
 # pyo3's ABI is the extension's choice: dlbridge's "pyo3" feature must turn on no abi3*.
 no_abi3_from_dlbridge() {
@@ -112,6 +118,9 @@ step cargo test -p dlbridge --no-default-features
 [ "${DLBRIDGE_SKIP_FUZZ:-0}" = 1 ] || step bash scripts/fuzz_smoke.sh "${DLBRIDGE_FUZZ_SECONDS:-30}"
 
 [ "${DLBRIDGE_SKIP_EXAMPLES:-0}" = 1 ] || step bash scripts/examples.sh
+
+# The aarch64 wheel, installed and used under emulation (about 1 min warm plus its build).
+[ "${DLBRIDGE_SKIP_AARCH64:-0}" = 1 ] || step bash scripts/aarch64_smoke.sh
 
 step bash scripts/docs.sh
 

@@ -135,6 +135,12 @@ def main(argv: list[str] | None = None) -> int:
             only = f"  (only {', '.join(c.producers)})" if c.producers else ""
             print(f"{c.id:<34} {' '.join(c.refs):<14} {c.title}{only}")
         return 0
+    if sys.platform == "win32":
+        # the runner puts each worker in a session of its own and kills a hung one's group
+        print("python -m dlbridge check runs its cases on Linux and macOS, not on Windows: its "
+              "workers are isolated in POSIX process groups (--list-cases and --catalog work)",
+              file=sys.stderr)
+        return 2
     libs = None
     if args.libraries:
         libs = [x.strip() for x in args.libraries.split(",") if x.strip()]

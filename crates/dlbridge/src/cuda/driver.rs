@@ -174,7 +174,14 @@ static DRIVER: OnceLock<Result<Driver, String>> = OnceLock::new();
 /// The process-wide driver, loaded and initialised on first use. Failure is remembered.
 pub(crate) fn driver() -> Result<&'static Driver> {
     DRIVER
-        .get_or_init(|| load_first(LIBRARY_NAMES))
+        .get_or_init(|| {
+            if cfg!(target_os = "macos") {
+                return Err(
+                    "CUDA is not available on macOS: NVIDIA ships no driver for it".to_owned(),
+                );
+            }
+            load_first(LIBRARY_NAMES)
+        })
         .as_ref()
         .map_err(|reason| Error::CudaUnavailable {
             reason: reason.clone(),

@@ -25,11 +25,11 @@ pub fn to_shared(t: &Tensor) -> Result<Tensor> {
     #[cfg(not(target_os = "linux"))]
     {
         let _ = t;
-        Err(Error::SharedMemory(
-            "dlbridge.to_shared needs Linux (memfd_create); pickle the tensor instead, which \
-             sends its data"
-                .to_owned(),
-        ))
+        Err(Error::SharedMemory(format!(
+            "dlbridge.to_shared of host memory is not available on {}: it needs Linux's sealed \
+             memfd (memfd_create); pickle the tensor instead, which sends its data",
+            platform_name()
+        )))
     }
 }
 
@@ -129,7 +129,21 @@ pub fn map(
     #[cfg(not(target_os = "linux"))]
     {
         let _ = (fd, length);
-        Err(Error::SharedMemory("shared memory needs Linux".to_owned()).into())
+        Err(Error::SharedMemory(format!(
+            "a shared host tensor (a Linux memfd) cannot be mapped on {}",
+            platform_name()
+        ))
+        .into())
+    }
+}
+
+/// The operating system's name as its users write it, for messages about what it lacks.
+#[cfg(not(target_os = "linux"))]
+fn platform_name() -> &'static str {
+    match std::env::consts::OS {
+        "macos" => "macOS",
+        "windows" => "Windows",
+        other => other,
     }
 }
 
