@@ -22,9 +22,9 @@
 //! permutations that are not their own inverse; involutive ones (every 2-d transpose, `[2,1,0]`,
 //! `[0,2,1]`...) mean the same in both.
 //!
-//! **arrow-rs** (feature `arrow-rs`): [`arrow_rs`] turns tensors into `arrow_array` arrays and
-//! record batch columns and back through these same structs, and wraps Arrow C Device arrays
-//! for Rust programs.
+//! **arrow-rs** (feature `arrow-rs`): the `arrow_rs` module turns tensors into `arrow_array`
+//! arrays and record batch columns and back through these same structs, and wraps Arrow C
+//! Device arrays for Rust programs.
 
 #[cfg(feature = "arrow-rs")]
 pub mod arrow_rs;
