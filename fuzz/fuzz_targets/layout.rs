@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use arbitrary::Arbitrary;
 use common::*;
-use dlbridge::arrow::{export as arrow_export, tensor_from_arrow, ExportOptions};
-use dlbridge::arrow::{ArrowData};
+use dlbridge::arrow::ArrowData;
+use dlbridge::arrow::{ExportOptions, export as arrow_export, tensor_from_arrow};
 use dlbridge::layout::{c_strides, f_strides};
 use dlbridge::{DType, Device, ErrorKind, Flavor, Layout, Order, Tensor};
 use libfuzzer_sys::fuzz_target;
@@ -157,7 +157,8 @@ fuzz_target!(|input: Input| {
         assert_eq!(b, c_ref);
     }
     // copy_into a fresh, writable tensor of the same shape (F-ordered destination).
-    let dst = Tensor::zeros(dtype, &shape)
+    let extents: Vec<usize> = shape.iter().map(|&n| n as usize).collect();
+    let dst = Tensor::zeros(dtype, &extents)
         .expect("zeros")
         .copy(Order::F)
         .unwrap();

@@ -9,7 +9,7 @@ fn main() {
 }
 
 /// A C-contiguous `rows` × `cols` tensor of `T`.
-fn matrix<T: dlbridge::Element + From<u8>>(rows: i64, cols: i64) -> Tensor {
+fn matrix<T: dlbridge::Element + From<u8>>(rows: usize, cols: usize) -> Tensor {
     let values: Vec<T> = (0..rows * cols).map(|i| T::from((i % 251) as u8)).collect();
     Tensor::from_vec(values, &[rows, cols]).expect("valid shape")
 }
@@ -31,7 +31,7 @@ fn transpose_4096_f32(bencher: divan::Bencher) {
 /// Transposes of 16 MiB by element size.
 #[divan::bench(types = [u8, u16, f32, u64], sample_count = 20)]
 fn transpose_16mib<T: dlbridge::Element + From<u8>>(bencher: divan::Bencher) {
-    let side = ((16i64 << 20) / std::mem::size_of::<T>() as i64).isqrt();
+    let side = ((16usize << 20) / std::mem::size_of::<T>()).isqrt();
     let t = matrix::<T>(side, side).transposed();
     bencher.bench_local(|| t.copy(Order::C).expect("copy"));
 }
@@ -40,7 +40,7 @@ fn transpose_16mib<T: dlbridge::Element + From<u8>>(bencher: divan::Bencher) {
 /// first-touch page faults).
 #[divan::bench(types = [u8, u16, f32, u64], sample_count = 20)]
 fn transpose_into_16mib<T: dlbridge::Element + From<u8>>(bencher: divan::Bencher) {
-    let side = ((16i64 << 20) / std::mem::size_of::<T>() as i64).isqrt();
+    let side = ((16usize << 20) / std::mem::size_of::<T>()).isqrt();
     let src = matrix::<T>(side, side).transposed();
     let dst = matrix::<T>(side, side);
     // SAFETY: nothing else uses `dst` while the benchmark runs.
@@ -83,7 +83,7 @@ fn contiguous_into_64mib_f32(bencher: divan::Bencher) {
 /// An L2-resident transpose (256 KiB), repeated, by element size: the kernel's compute cost.
 #[divan::bench(types = [u8, u16, f32, u64])]
 fn transpose_into_256kib<T: dlbridge::Element + From<u8>>(bencher: divan::Bencher) {
-    let side = ((256i64 << 10) / std::mem::size_of::<T>() as i64).isqrt();
+    let side = ((256usize << 10) / std::mem::size_of::<T>()).isqrt();
     let src = matrix::<T>(side, side).transposed();
     let dst = matrix::<T>(side, side);
     // SAFETY: nothing else uses `dst` while the benchmark runs.

@@ -10,8 +10,8 @@ fn main() {
     divan::main();
 }
 
-fn small(shape: &[i64]) -> Tensor {
-    let n = shape.iter().product::<i64>() as usize;
+fn small(shape: &[usize]) -> Tensor {
+    let n = shape.iter().product::<usize>();
     Tensor::from_vec((0..n).map(|i| i as f32).collect(), shape).expect("valid shape")
 }
 

@@ -8,14 +8,15 @@ use std::str::FromStr;
 
 use crate::device::{Device, DeviceType};
 
-/// Which Python exception an [`Error`] maps to (the table in DECISIONS.md).
+/// Which Python exception an [`Error`] maps to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
     /// Valid protocol, but the data cannot be exchanged as asked: `BufferError`.
     Buffer,
     /// A bad argument value from the caller: `ValueError`.
     Value,
-    /// Not an exchangeable object at all: `TypeError`.
+    /// An argument of the wrong type, such as an array of another dtype than the Rust type a
+    /// view asks for: `TypeError`.
     Type,
 }
 
@@ -98,6 +99,35 @@ pub enum Error {
         /// Who else may see the memory.
         reason: String,
     },
+    /// A typed view that needs C-contiguous memory ([`Tensor::as_slice`] and the like) of a
+    /// tensor that is not: make it contiguous with [`Tensor::copy`] first.
+    ///
+    /// [`Tensor::as_slice`]: crate::Tensor::as_slice
+    /// [`Tensor::copy`]: crate::Tensor::copy
+    #[error("the tensor is not C-contiguous (shape {shape:?}, strides {strides:?})")]
+    NotContiguous {
+        /// The tensor's shape.
+        shape: Vec<i64>,
+        /// Its strides, in elements.
+        strides: Vec<i64>,
+    },
+    /// A typed view of data whose first element is not aligned for the Rust type: a copy is
+    /// aligned.
+    #[error("the data is not aligned to {align} bytes, as a Rust {type_name} needs")]
+    Misaligned {
+        /// The alignment the type needs.
+        align: usize,
+        /// The Rust type asked for.
+        type_name: &'static str,
+    },
+    /// A typed view asked for a Rust type whose dtype is not the tensor's.
+    #[error("the tensor holds {held} but {asked} was asked for")]
+    WrongDType {
+        /// The tensor's dtype.
+        held: String,
+        /// The dtype of the Rust type asked for.
+        asked: String,
+    },
     /// The exchange needs a copy, and the caller ruled copies out (`copy=False` in Python).
     #[error("a copy is needed ({reason}) and copying is not allowed")]
     CopyRequired {
@@ -157,6 +187,7 @@ impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::InvalidArgument(_) => ErrorKind::Value,
+            Error::WrongDType { .. } => ErrorKind::Type,
             _ => ErrorKind::Buffer,
         }
     }

@@ -310,6 +310,17 @@ impl Layout {
         Self::new(shape, None, itemsize)
     }
 
+    /// A C-contiguous layout for a shape of `usize` extents, as Rust code writes them: an
+    /// extent past `i64::MAX` (DLPack's type) is an invalid layout.
+    pub(crate) fn contiguous_usize(shape: &[usize], itemsize: usize) -> Result<Self> {
+        let shape = shape
+            .iter()
+            .map(|&n| i64::try_from(n))
+            .collect::<Result<Vec<i64>, _>>()
+            .map_err(|_| Error::InvalidLayout(format!("an extent of shape {shape:?} exceeds i64")))?;
+        Self::contiguous(&shape, itemsize)
+    }
+
     /// Extents.
     pub fn shape(&self) -> &[i64] {
         &self.dims.as_slice()[..self.ndim()]

@@ -100,7 +100,7 @@
 //! /// 0, 1, ..., n - 1 as float32, for numpy.from_dlpack or torch.from_dlpack.
 //! #[pyfunction]
 //! fn ramp(n: usize) -> PyResult<Tensor> {
-//!     Ok(Tensor::from_vec((0..n).map(|i| i as f32).collect(), &[n as i64])?)
+//!     Ok(Tensor::from_vec((0..n).map(|i| i as f32).collect(), &[n])?)
 //! }
 //!
 //! /// The sum of any float64 array, strided or not, computed with the GIL released.

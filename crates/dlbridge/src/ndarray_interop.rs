@@ -199,11 +199,11 @@ mod tests {
         let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
         assert!(matches!(
             t.as_array::<f64>(),
-            Err(Error::InvalidArgument(_))
+            Err(Error::WrongDType { .. })
         ));
         assert!(matches!(
             t.as_array::<i32>(),
-            Err(Error::InvalidArgument(_))
+            Err(Error::WrongDType { .. })
         ));
         let cuda = crate::device::Device::new(crate::device::DeviceType::CUDA, 0);
         // SAFETY: a device description never dereferenced: the view is refused first.
@@ -241,7 +241,7 @@ mod tests {
         .unwrap();
         assert!(matches!(
             shifted.as_array::<i32>(),
-            Err(Error::CopyRequired { .. })
+            Err(Error::Misaligned { align: 4, .. })
         ));
     }
 

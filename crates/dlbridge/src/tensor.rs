@@ -134,7 +134,13 @@ impl Tensor {
     }
 
     /// A host tensor that owns `values`, C-contiguous with `shape`.
-    pub fn from_vec<T: Element>(values: Vec<T>, shape: &[i64]) -> Result<Self> {
+    ///
+    /// ```
+    /// let t = dlbridge::Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
+    /// assert_eq!(t.shape(), &[2, 3]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn from_vec<T: Element>(values: Vec<T>, shape: &[usize]) -> Result<Self> {
         // Element promises this; checked so that a wrong promise cannot make the tensor claim
         // more bytes than the vector holds.
         let size = std::mem::size_of::<T>();
@@ -145,7 +151,7 @@ impl Tensor {
                 T::DTYPE.itemsize()
             )));
         }
-        let layout = Layout::contiguous(shape, size)?;
+        let layout = Layout::contiguous_usize(shape, size)?;
         if layout.size() != values.len() {
             return Err(Error::InvalidArgument(format!(
                 "shape {shape:?} holds {} elements but {} were given",
@@ -389,11 +395,7 @@ impl Tensor {
     /// copy ([`Tensor::is_copied`]) is written by no one else unless it was exported writable.
     pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
         self.check_view::<T>()?;
-        if !self.is_c_contiguous() {
-            return Err(Error::CopyRequired {
-                reason: "the tensor is not C-contiguous".to_owned(),
-            });
-        }
+        self.check_c_contiguous()?;
         if self.size() == 0 {
             return Ok(&[]);
         }
@@ -446,11 +448,7 @@ impl Tensor {
             return Err(Error::ReadOnly);
         }
         self.check_view::<T>()?;
-        if !self.is_c_contiguous() {
-            return Err(Error::CopyRequired {
-                reason: "the tensor is not C-contiguous".to_owned(),
-            });
-        }
+        self.check_c_contiguous()?;
         if self.size() == 0 {
             return Ok(&mut []);
         }
@@ -526,11 +524,7 @@ impl Tensor {
                 device: self.device,
             });
         }
-        if !self.is_c_contiguous() {
-            return Err(Error::CopyRequired {
-                reason: "the tensor is not C-contiguous".to_owned(),
-            });
-        }
+        self.check_c_contiguous()?;
         if self.nbytes() == 0 {
             return Ok(&[]);
         }
@@ -563,11 +557,10 @@ impl Tensor {
             });
         }
         if self.dtype != T::DTYPE {
-            return Err(Error::InvalidArgument(format!(
-                "the tensor holds {} but {} was asked for",
-                self.dtype,
-                T::DTYPE
-            )));
+            return Err(Error::WrongDType {
+                held: self.dtype.name(),
+                asked: T::DTYPE.name(),
+            });
         }
         // One `T` per stored item, and the items no more than `isize::MAX` bytes (a slice's
         // limit); packed sub-byte items fail here, their bytes being fewer than their items.
@@ -586,11 +579,23 @@ impl Tensor {
         }
         let align = std::mem::align_of::<T>();
         if !self.is_aligned() || self.size() > 0 && self.data_ptr() % align != 0 {
-            return Err(Error::CopyRequired {
-                reason: format!("the data is not aligned to {align} bytes"),
+            return Err(Error::Misaligned {
+                align,
+                type_name: std::any::type_name::<T>(),
             });
         }
         Ok(())
+    }
+
+    /// [`Error::NotContiguous`] unless the tensor is C-contiguous.
+    fn check_c_contiguous(&self) -> Result<()> {
+        if self.is_c_contiguous() {
+            return Ok(());
+        }
+        Err(Error::NotContiguous {
+            shape: self.shape().to_vec(),
+            strides: self.strides().to_vec(),
+        })
     }
 }
 
@@ -753,11 +758,11 @@ mod tests {
         .unwrap();
         assert!(matches!(
             shifted.as_slice::<f64>(),
-            Err(Error::CopyRequired { .. })
+            Err(Error::Misaligned { align: 8, .. })
         ));
         assert!(matches!(
             shifted.to_vec::<f64>(),
-            Err(Error::CopyRequired { .. })
+            Err(Error::Misaligned { .. })
         ));
     }
 
@@ -778,7 +783,7 @@ mod tests {
         assert_eq!(t.to_vec::<u16>().unwrap(), vec![1, 2, 3, 40]);
         assert!(matches!(
             t.as_slice_mut::<i16>(),
-            Err(Error::InvalidArgument(_))
+            Err(Error::WrongDType { .. })
         ));
 
         let view = t.clone();

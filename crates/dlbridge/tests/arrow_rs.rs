@@ -21,8 +21,9 @@ use dlbridge::{DType, Device, DeviceType, Error, Layout, Order, Tensor};
 use proptest::prelude::*;
 
 fn f32s(shape: &[i64]) -> Tensor {
-    let n: i64 = shape.iter().product();
-    Tensor::from_vec((0..n).map(|x| x as f32).collect(), shape).unwrap()
+    let extents: Vec<usize> = shape.iter().map(|&n| n as usize).collect();
+    let n: usize = extents.iter().product();
+    Tensor::from_vec((0..n).map(|x| x as f32).collect(), &extents).unwrap()
 }
 
 /// `t` with its dimensions reordered (`perm[i]` is the source dimension of dimension `i`),
@@ -312,6 +313,7 @@ const DTYPES: [DType; 12] = [
 
 /// A C-contiguous host tensor of `dtype` and `shape` holding `bytes` (booleans as 0/1).
 fn tensor_of(dtype: DType, bytes: &[u8], shape: &[i64]) -> Tensor {
+    let shape: &[usize] = &shape.iter().map(|&n| n as usize).collect::<Vec<_>>();
     macro_rules! typed {
         ($t:ty) => {
             Tensor::from_vec(

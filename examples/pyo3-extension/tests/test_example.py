@@ -154,14 +154,22 @@ def test_what_is_not_an_array_is_a_type_error(bad):
         ex.total(bad)
 
 
-def test_a_different_dtype_is_a_value_error_naming_both():
-    with pytest.raises(ValueError, match="int64.*float32"):
-        ex.total(np.arange(3, dtype=np.int64))
+def test_a_different_dtype_is_a_type_error_naming_both_and_the_fix():
+    x = np.arange(3, dtype=np.int64)
+    with pytest.raises(TypeError, match="int64.*float32") as info:
+        ex.total(x)
+    assert 'x.astype("float32")' in str(info.value)
+    assert ex.total(x.astype("float32")) == 3.0  # the way out it names
 
 
-def test_strided_data_is_a_buffer_error_for_a_slice():
-    with pytest.raises(BufferError, match="not C-contiguous"):
-        ex.total(np.arange(8, dtype=np.float32)[::2])
+def test_strided_data_is_a_buffer_error_naming_the_real_problem():
+    x = np.arange(8, dtype=np.float32)[::2]
+    with pytest.raises(BufferError, match="not C-contiguous") as info:
+        ex.total(x)
+    # the caller passed no copy=..., so the message does not talk about copy=False
+    assert "copy=False" not in str(info.value)
+    assert "numpy.ascontiguousarray" in str(info.value)
+    assert ex.total(np.ascontiguousarray(x)) == float(x.sum())  # the way out it names
 
 
 def test_device_memory_is_a_buffer_error_naming_device_cpu():

@@ -426,7 +426,7 @@ mod tests {
             .map(|(n, s)| (n - 1) * s)
             .sum::<i64>()
             + 1;
-        let base = Tensor::from_vec((0..n).map(|x| x as f32).collect(), &[n]).unwrap();
+        let base = Tensor::from_vec((0..n).map(|x| x as f32).collect(), &[n as usize]).unwrap();
         let layout = Layout::new(shape, Some(strides), 4).unwrap();
         // SAFETY: the layout reaches offsets 0..n of the base's n elements.
         unsafe {

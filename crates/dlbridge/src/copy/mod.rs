@@ -100,8 +100,18 @@ pub(crate) fn tensor_from_buffer(
 
 impl Tensor {
     /// A new, zero-filled, writable, C-contiguous host tensor.
-    pub fn zeros(dtype: DType, shape: &[i64]) -> Result<Self> {
-        let layout = Layout::contiguous(shape, dtype.itemsize())?;
+    ///
+    /// ```
+    /// let t = dlbridge::Tensor::zeros(dlbridge::DType::FLOAT32, &[2, 3])?;
+    /// assert_eq!(t.to_vec::<f32>()?, [0.0; 6]);
+    /// # Ok::<(), dlbridge::Error>(())
+    /// ```
+    pub fn zeros(dtype: DType, shape: &[usize]) -> Result<Self> {
+        Self::zeros_in(dtype, Layout::contiguous_usize(shape, dtype.itemsize())?)
+    }
+
+    /// [`Tensor::zeros`] with a C-contiguous `layout` of `dtype` items made already.
+    pub(crate) fn zeros_in(dtype: DType, layout: Layout) -> Result<Self> {
         let nbytes = dtype
             .packed_nbytes(layout.size())
             .filter(|_| dtype.is_subbyte())
@@ -372,7 +382,7 @@ mod tests {
             let bytes: Vec<u8> = (0..rows * cols * item)
                 .map(|x| (x * 7 % 251) as u8)
                 .collect();
-            let raw = Tensor::from_vec(bytes, &[rows * cols * item]).unwrap();
+            let raw = Tensor::from_vec(bytes, &[(rows * cols * item) as usize]).unwrap();
             let t = view(&raw, dtype, &[rows, cols], &[cols, 1], 0);
             let tt = transposed(&t);
             let c = tt.copy(Order::C).unwrap();
@@ -393,7 +403,7 @@ mod tests {
         let (rows, cols) = (1024i64, 4160i64);
         let t = Tensor::from_vec(
             (0..(rows * cols) as u32).collect::<Vec<u32>>(),
-            &[rows, cols],
+            &[rows as usize, cols as usize],
         )
         .unwrap();
         let c = t.transposed().copy(Order::C).unwrap();
@@ -402,7 +412,7 @@ mod tests {
         assert_eq!(d.host_bytes().unwrap(), t.host_bytes().unwrap());
         let w = Tensor::from_vec(
             (0..(rows * cols) as u64).collect::<Vec<u64>>(),
-            &[rows, cols],
+            &[rows as usize, cols as usize],
         )
         .unwrap();
         let c = w.transposed().copy(Order::C).unwrap();
@@ -426,7 +436,7 @@ mod tests {
     )]
     fn big_contiguous_copy() {
         let n = (3 * PARALLEL_THRESHOLD / 8 + 5) as i64;
-        let t = Tensor::from_vec((0..n).collect::<Vec<i64>>(), &[n]).unwrap();
+        let t = Tensor::from_vec((0..n).collect::<Vec<i64>>(), &[n as usize]).unwrap();
         let c = t.copy(Order::C).unwrap();
         assert_eq!(c.as_slice::<i64>().unwrap(), t.as_slice::<i64>().unwrap());
         // A reversed view goes through the strided rows.
@@ -445,10 +455,10 @@ mod tests {
         let at = kernel::CONTIGUOUS_THRESHOLD;
         for bytes in [at - 1, at, at + 4097] {
             let values: Vec<u8> = (0..bytes).map(|i| (i * 13 % 251) as u8).collect();
-            let t = Tensor::from_vec(values, &[bytes as i64]).unwrap();
+            let t = Tensor::from_vec(values, &[bytes]).unwrap();
             let c = t.copy(Order::C).unwrap();
             assert_eq!(c.host_bytes().unwrap(), t.host_bytes().unwrap(), "{bytes}");
-            let dst = Tensor::zeros(DType::UINT8, &[bytes as i64]).unwrap();
+            let dst = Tensor::zeros(DType::UINT8, &[bytes]).unwrap();
             // SAFETY: nothing else uses `dst`.
             unsafe { copy_into(&dst, &t) }.unwrap();
             assert_eq!(
@@ -460,9 +470,9 @@ mod tests {
         // 16-byte elements in two dimensions that the planner merges into one run.
         let n = (at / 16 + 3) as i64;
         let raw: Vec<u8> = (0..2 * n * 16).map(|i| (i % 253) as u8).collect();
-        let raw = Tensor::from_vec(raw, &[2 * n * 16]).unwrap();
+        let raw = Tensor::from_vec(raw, &[2 * n as usize * 16]).unwrap();
         let t = view(&raw, DType::COMPLEX128, &[2, n], &[n, 1], 0);
-        let dst = Tensor::zeros(DType::COMPLEX128, &[2, n]).unwrap();
+        let dst = Tensor::zeros(DType::COMPLEX128, &[2, n as usize]).unwrap();
         // SAFETY: nothing else uses `dst`.
         unsafe { copy_into(&dst, &t) }.unwrap();
         assert_eq!(dst.host_bytes().unwrap(), raw.host_bytes().unwrap());
@@ -479,12 +489,12 @@ mod tests {
         let at = kernel::STREAMING_THRESHOLD;
         for bytes in [at - 1, at + 77] {
             let values: Vec<u8> = (0..bytes + 3).map(|i| (i * 31 % 253) as u8).collect();
-            let raw = Tensor::from_vec(values, &[bytes as i64 + 3]).unwrap();
+            let raw = Tensor::from_vec(values, &[bytes + 3]).unwrap();
             let t = view(&raw, DType::UINT8, &[bytes as i64], &[1], 3);
             let expected = &raw.host_bytes().unwrap()[3..];
             let c = t.copy(Order::C).unwrap();
             assert_eq!(c.host_bytes().unwrap(), expected, "{bytes}");
-            let buffer = Tensor::zeros(DType::UINT8, &[bytes as i64 + 3]).unwrap();
+            let buffer = Tensor::zeros(DType::UINT8, &[bytes + 3]).unwrap();
             let dst = view(&buffer, DType::UINT8, &[bytes as i64], &[1], 3);
             // SAFETY: nothing else uses `buffer`.
             unsafe { copy_into(&dst, &t) }.unwrap();
@@ -581,7 +591,7 @@ mod tests {
         let bytes: Vec<u8> = (0..total * item as i64)
             .map(|x| (x * 31 % 253) as u8)
             .collect();
-        let raw = Tensor::from_vec(bytes, &[total * item as i64]).unwrap();
+        let raw = Tensor::from_vec(bytes, &[total as usize * item]).unwrap();
         let mut offset = 0;
         let mut shape = vec![];
         let mut strides = vec![];

@@ -47,6 +47,14 @@ fn hint(e: &Error) -> Option<String> {
             "import it with copy=True for memory of its own, or write through the producer"
                 .to_owned()
         }
+        Error::NotContiguous { .. } => "pass a C-contiguous array (numpy.ascontiguousarray(x), x.contiguous() in torch, or dlbridge.from_dlpack(x, copy=True))".to_owned(),
+        Error::Misaligned { .. } => {
+            "pass a copy, which is aligned (x.copy(), or dlbridge.from_dlpack(x, copy=True))"
+                .to_owned()
+        }
+        Error::WrongDType { asked, .. } => format!(
+            "pass an array of {asked} (convert it first, e.g. x.astype(\"{asked}\") in NumPy)"
+        ),
         Error::CopyRequired { .. } => {
             "pass copy=None or copy=True instead of copy=False".to_owned()
         }
@@ -179,6 +187,28 @@ mod tests {
                 assert!(text.starts_with(&format!("{core}; ")), "{text}");
                 assert!(text.contains(hint), "{text}");
             }
+            let strided = PyErr::from(Error::NotContiguous {
+                shape: vec![3, 2],
+                strides: vec![1, 3],
+            });
+            assert!(strided.is_instance_of::<PyBufferError>(py));
+            let text = strided.value(py).to_string();
+            assert!(
+                text.contains("not C-contiguous") && text.contains("copy=True"),
+                "{text}"
+            );
+            assert!(!text.contains("copy=False"), "{text}");
+            let wrong = PyErr::from(Error::WrongDType {
+                held: "float32".to_owned(),
+                asked: "float64".to_owned(),
+            });
+            assert!(wrong.is_instance_of::<PyTypeError>(py));
+            assert!(
+                wrong
+                    .value(py)
+                    .to_string()
+                    .contains("x.astype(\"float64\")")
+            );
             let plain = PyErr::from(Error::InvalidArgument("bad order 'Q'".to_owned()));
             assert!(plain.is_instance_of::<PyValueError>(py));
             assert_eq!(plain.value(py).to_string(), "bad order 'Q'");

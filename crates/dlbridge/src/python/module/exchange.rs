@@ -15,6 +15,7 @@ use crate::export::Flavor;
 use crate::ffi::dlpack::{
     DLManagedTensorVersioned, DLPACK_MINOR_VERSION, DLPackExchangeAPI, DLTensor,
 };
+use crate::layout::Layout;
 use crate::{DType, Device, ManagedTensor, Tensor};
 
 use super::tensor::PyTensor;
@@ -133,7 +134,8 @@ unsafe extern "C" fn allocate(
             // SAFETY: a valid prototype has `ndim` shape entries.
             unsafe { std::slice::from_raw_parts(proto.shape_ptr(), ndim) }
         };
-        let tensor = Tensor::zeros(dtype, shape).map_err(|e| e.to_string())?;
+        let layout = Layout::contiguous(shape, dtype.itemsize()).map_err(|e| e.to_string())?;
+        let tensor = Tensor::zeros_in(dtype, layout).map_err(|e| e.to_string())?;
         tensor.export(FLAVOR).map_err(|e| e.to_string())
     });
     match result {
