@@ -317,7 +317,9 @@ impl Layout {
             .iter()
             .map(|&n| i64::try_from(n))
             .collect::<Result<Vec<i64>, _>>()
-            .map_err(|_| Error::InvalidLayout(format!("an extent of shape {shape:?} exceeds i64")))?;
+            .map_err(|_| {
+                Error::InvalidLayout(format!("an extent of shape {shape:?} exceeds i64"))
+            })?;
         Self::contiguous(&shape, itemsize)
     }
 

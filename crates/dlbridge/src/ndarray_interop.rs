@@ -197,14 +197,8 @@ mod tests {
     #[test]
     fn views_refuse_devices_dtypes_and_misalignment() {
         let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
-        assert!(matches!(
-            t.as_array::<f64>(),
-            Err(Error::WrongDType { .. })
-        ));
-        assert!(matches!(
-            t.as_array::<i32>(),
-            Err(Error::WrongDType { .. })
-        ));
+        assert!(matches!(t.as_array::<f64>(), Err(Error::WrongDType { .. })));
+        assert!(matches!(t.as_array::<i32>(), Err(Error::WrongDType { .. })));
         let cuda = crate::device::Device::new(crate::device::DeviceType::CUDA, 0);
         // SAFETY: a device description never dereferenced: the view is refused first.
         let device = unsafe {
