@@ -32,8 +32,10 @@ def test_zero_copy_plan():
 
 def test_impossible_plan_is_returned_not_raised():
     plan = dlbridge.explain([1, 2], "numpy")
-    assert not plan.possible and plan.error == "TypeError" and "list" in plan.reason
-    assert "impossible (TypeError)" in str(plan)
+    assert not plan.possible and plan.error == "NoProtocolError" and "list" in plan.reason
+    assert "impossible (NoProtocolError)" in str(plan)
+    with pytest.raises(AttributeError):  # convert raises it: a TypeError and an AttributeError
+        dlbridge.convert([1, 2], "numpy")
     torch = pytest.importorskip("torch")
     plan = dlbridge.explain(torch.ones(2, requires_grad=True), "numpy")
     assert not plan.possible and plan.error == "BufferError" and ".detach()" in plan.reason

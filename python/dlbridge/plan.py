@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import namespaces as nsmod
-from ._native import Device, Tensor, from_dlpack
+from ._native import Device, NoProtocolError, Tensor, from_dlpack
 from .describe import (
     Facts,
     facts_of_capsule,
@@ -89,6 +89,12 @@ class Plan:
             lines.append(f"  => impossible ({self.error}): {self.reason}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+
+def _type_error_kind(e: TypeError) -> type[TypeError]:
+    """The exception type to raise for an import's TypeError: NoProtocolError (also an
+    AttributeError) stays what it is, any other TypeError is a TypeError."""
+    return NoProtocolError if isinstance(e, NoProtocolError) else TypeError
 
 
 class Impossible(Exception):
@@ -600,7 +606,7 @@ def _import(
         try:
             t = from_dlpack(source)
         except TypeError as e2:
-            raise Impossible(TypeError, str(e2)) from None
+            raise Impossible(_type_error_kind(e2), str(e2)) from None
         except ValueError as e2:
             raise Impossible(ValueError, str(e2)) from None
         except BufferError as e2:
@@ -613,7 +619,7 @@ def _import(
         facts = facts_of_tensor(t, kind, library, import_copy=f"the import needs a copy: {why}")
         return facts, (f"import {kind} as a dlbridge.Tensor through {via} (a copy: {why})", _ok, 1)
     except TypeError as e:
-        raise Impossible(TypeError, str(e)) from None
+        raise Impossible(_type_error_kind(e), str(e)) from None
     except ValueError as e:
         raise Impossible(ValueError, str(e)) from None
     except Exception as e:  # the producer's own exception type (e.g. TensorFlow's)
