@@ -3,14 +3,8 @@
 //!
 //! Buffers of [`HUGE_PAGE_THRESHOLD`] bytes or more are advised to use transparent huge pages on
 //! Linux (as NumPy does): the first touch of a 64 MiB buffer then costs 32 page faults instead of
-//! 16 384, which is most of the time a fresh allocating copy takes. Measured on the 2-CPU test
-//! machine (a virtual machine, THP in `madvise` mode, load average 4 to 6), the allocating copy
-//! of a contiguous float32 took, fastest of 15 from Python, 7.0 ms with the advice and 42 ms
-//! without at 64 MiB, and 39 ms against 258 ms at 256 MiB. The two effects apart (`cargo bench
-//! --bench copy`, `contiguous_64mib_f32`, fastest of 30): huge pages and a chunked copy from
-//! two threads (which spreads the first-touch faults) 6.1 ms; huge pages, one thread 6.3 ms; no
-//! huge pages, two threads 22.9 ms; neither 25.5 ms. Both are kept: the huge pages pay by far
-//! the most, the parallel first touch a little, and more where huge pages are not granted.
+//! 16 384, which is most of the time a fresh allocating copy takes (measurements:
+//! benches/README.md).
 
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;

@@ -47,40 +47,19 @@ pub const PARALLEL_THRESHOLD: usize = 1 << 20;
 const LEAF_BYTES: usize = 512 << 10;
 
 /// A contiguous copy of at least this many bytes is shared between the calling thread and the
-/// rayon pool (see the `chunked` module), in chunks of [`CHUNK_BYTES`].
-///
-/// Measured from Python on the 2-CPU test machine (AMD EPYC virtual machine, 1 MiB of L2 cache
-/// per core, 32 MiB of L3), `dlbridge.copyto` into an existing float32 array against
-/// `np.copyto` (one `memcpy`), medians of 300 interleaved calls: shared in 256 KiB chunks from
-/// 1 MiB, 1 MiB 0.78x and 2 MiB 0.83x (waking a pool thread costs more than half of a copy that
-/// short saves), 4 MiB 1.17x, 8 MiB 1.45x, 16 MiB 1.75x. With torch's `copy_` timed in the same
-/// loop, whose OpenMP threads keep spinning on the second CPU after each of its calls, the gain
-/// shrinks to 1.05x, 1.35x and 1.21x at 4, 8 and 16 MiB. In 1 MiB chunks 8 and 16 MiB were
-/// 0.97x and 1.04x then: small chunks let the helper take its share whenever it starts.
+/// rayon pool (see the `chunked` module), in chunks of [`CHUNK_BYTES`]: below it, waking a pool
+/// thread costs more than sharing saves (measurements: benches/README.md, "The measurements
+/// behind the copy kernel's constants").
 pub(super) const CONTIGUOUS_THRESHOLD: usize = 4 << 20;
 
-/// Bytes of one chunk of a shared contiguous copy (see [`CONTIGUOUS_THRESHOLD`]); from 32 MiB
-/// up, 256 KiB and 1 MiB chunks timed alike.
+/// Bytes of one chunk of a shared contiguous copy (see [`CONTIGUOUS_THRESHOLD`]).
 const CHUNK_BYTES: usize = 256 << 10;
 
 /// A contiguous copy into existing memory of at least this many bytes writes with
-/// non-temporal stores (the `stream` module) instead of `memcpy`.
-///
-/// Once a copy outgrows the caches, each line an ordinary store writes is first read (3 bytes
-/// of traffic per byte copied); streaming stores skip that read (2 bytes per byte). Measured
-/// on the same machine (a C loop, medians of 21 copies into an existing buffer, in a run where
-/// a second thread of `memcpy` added little: the virtual machine's host sometimes lets two
-/// threads nearly double a large copy, and then both ways gain alike):
-///
-/// | size | one `memcpy` | `memcpy` per 1 MiB chunk, 2 threads | streaming, 1 thread | streaming, 2 threads |
-/// |---|---:|---:|---:|---:|
-/// | 8 MiB | 0.18 ms | 0.17 ms | 0.20 ms | 0.23 ms |
-/// | 32 MiB | 1.45 ms | 1.36 ms | 1.27 ms | 1.30 ms |
-/// | 64 MiB | 2.87 ms | 2.87 ms | 2.51 ms | 2.34 ms |
-/// | 256 MiB | 13.2 ms | 12.7 ms | 10.3 ms | 9.4 ms |
-/// | 1 GiB | 49.9 ms | 47.6 ms | 39.2 ms | 36.1 ms |
-///
-/// Below the last-level cache's size, the cache serves ordinary stores better.
+/// non-temporal stores (the `stream` module) instead of `memcpy`: once a copy outgrows the
+/// caches, an ordinary store first reads the line it writes (3 bytes of traffic per byte
+/// copied, against 2), while below the last-level cache's size the cache serves ordinary
+/// stores better (measurements: benches/README.md).
 pub(super) const STREAMING_THRESHOLD: usize = 32 << 20;
 
 /// Bytes of one tile side: a cache line.
@@ -89,31 +68,9 @@ const LINE: usize = 64;
 /// A transpose writing at least this many bytes stores its full tiles with non-temporal stores
 /// (where the destination lines are 16-byte aligned), for 1-byte elements always and for wider
 /// ones into existing memory only: its destination lines then go to memory whole instead of
-/// being read into the caches first.
-///
-/// Measured on the 2-CPU test machine (L3 32 MiB; medians of 31 from Python, two threads,
-/// interleaved runs, load average 1.6-2.8), ordinary against non-temporal stores: 4096² uint8
-/// (16 MiB) 2.3 against 1.7 ms, both into an existing array and into a fresh one. Wider
-/// elements gain only into an existing array (`dlbridge.copyto`: float32 6.4 against 5.5 ms,
-/// float64 12.2 against 9.4, bfloat16 3.9 against 2.8) and lose into a fresh one, whose pages
-/// the kernel has just zeroed through the caches (`copy()`: float32 9.0-9.6 against
-/// 11.5-11.8 ms, float64 16.1-16.4 against 18.8-19.4, bfloat16 5.7-5.9 against 6.1-6.2); on one
-/// thread, uint8 of 4 MiB (2048²) took 0.24 ms against 0.33-0.35 ms, of 8 MiB (2896²) 0.43
-/// against 0.65-0.81 ms, of 12 MiB (3500²) 1.16-1.27 against 0.98-1.38 ms. Into a NumPy
-/// array (16-byte aligned, not 32), 4096² uint8 on one thread: 2.8-3.1 ms against 2.1 ms.
-///
-/// Why 4096² uint8 stays below half the speed of the contiguous copy of the same 16 MiB: that
-/// copy runs from the 32 MiB L3 (0.15-0.26 ms on two threads; glibc hands the freed
-/// destination back warm), while the transpose's streaming stores go to memory: 0.95-1.03 ms
-/// in macro blocks, 0.54-0.85 ms in bands (see [`banded`]). Measured the same way (medians of
-/// 31, two threads), before the bands, nothing else came closer: ordinary stores into the warm
-/// destination 1.21-2.19 ms (every line of a tile falls into one L1 set at a 4096-byte pitch,
-/// and each store fetches its line first), the same with `prefetchw` of the next tile's
-/// destination lines 1.16-1.23 ms, ordinary stores with the next tile's source lines
-/// prefetched non-temporally (so that they leave the L3 to the destination) 1.03-1.15 ms,
-/// prefetching the next tiles' source lines (to L1 or L2, one to four tiles ahead) 0.99-1.03
-/// ms, a source on huge pages 0.95-0.99 ms (the TLB is not the bound), chunks of 128 KiB
-/// 0.91 ms and of 2 MiB 1.02 ms.
+/// being read into the caches first. Wider elements lose into fresh memory, whose pages the
+/// kernel has just zeroed through the caches (measurements, and why 4096² uint8 stays below
+/// half the contiguous copy's speed: benches/README.md).
 const STREAM_BYTES: usize = 16 << 20;
 
 /// What every piece of one copy shares.
@@ -265,11 +222,8 @@ struct Cut {
 /// A contiguous copy is cut once it holds [`CONTIGUOUS_THRESHOLD`] bytes, into chunks of
 /// [`CHUNK_BYTES`]; any other once it holds [`PARALLEL_THRESHOLD`] bytes, into chunks of about
 /// [`LEAF_BYTES`]: along the outermost loop, or, for a single transpose, into square blocks of
-/// whole tiles. Fastest of 20 for 16 MiB transposes (`cargo bench --bench copy`,
-/// `transpose_16mib`, load average about 6): strips that cut the destination lines took
-/// 12-14 ms for uint8 (1.6 ms for uint16), strips of whole destination lines 2.7-7.1 ms for
-/// uint8 and 3.5 ms for uint16, square blocks 4.4 and 2.2 ms: no strip suits every element
-/// size, squares are never far from the better one.
+/// whole tiles. No strip suits every element size, and squares are never far from the better
+/// one (measurements: benches/README.md).
 fn chunking(dims: &[Dim], job: Job) -> Option<Vec<Cut>> {
     let bytes = dims.iter().map(|d| d.n).product::<usize>() * job.itemsize;
     let (threshold, chunk) = if is_contiguous(dims, job.kernel) {
@@ -664,19 +618,9 @@ const MACRO_MAX: usize = 256;
 ///
 /// A transpose of 1-byte elements gathers 64 source lines, from 64 pages, into each
 /// destination line. Walked in macro blocks, its reads and streaming stores both land in
-/// scattered lines, and the memory serves neither at its speed: a C loop that moves the tiles
-/// of a 4096² uint8 array in that order without transposing them (tile loads, streaming
-/// stores, nothing else) took 1.6-1.8 ms on one thread of the 2-CPU test machine, against
-/// 0.38 ms to stream 16 MiB into memory in order and 0.4 ms to read them in order. Bands fix
-/// both sides: the prefetch reads 256 whole source lines in order, and each destination line
-/// is written 256 bytes at a time (streaming 64 bytes into each of 4096 lines took 1.3 ms in
-/// the macro-block order, 0.59 ms down columns of tiles, and 0.39 ms, as fast as in order,
-/// with 256 bytes per line). The same C loop took 1.06-1.13 ms on one thread. From Python
-/// (medians, same machine), 4096² uint8: `copy()` 0.96-1.02 ms before against 0.54-0.85 ms,
-/// one thread 1.62-1.98 against 1.12-1.42 ms; into an existing array 0.93-1.40 against
-/// 0.66-1.06 ms, one thread 2.5 against 1.8 ms. For wider elements, whose tiles gather fewer
-/// lines, bands did not pay (into an existing array, float32 3.4-3.5 ms both ways, bfloat16
-/// 1.7-1.9 against 1.6-1.7, float64 5.4 against 6.8-7.0).
+/// scattered lines, and memory serves neither at its speed; bands read 256 whole source lines
+/// in order and write each destination line 256 bytes at a time. For wider elements, whose
+/// tiles gather fewer lines, bands did not pay (measurements: benches/README.md).
 ///
 /// # Safety
 /// As for [`tiles`], with `size_of::<T>()`-byte elements.

@@ -13,28 +13,8 @@
 //! cache set (a 4096-byte pitch), or, for large copies, written with non-temporal stores that
 //! the write-combining buffers merge into whole lines (`STREAM_BYTES` in the kernel module).
 //!
-//! Measured on the 2-CPU AMD EPYC test machine, one thread (`RAYON_NUM_THREADS=1 cargo bench
-//! -p dlbridge --bench copy`, medians, with another process busy on the second CPU):
-//!
-//! - the kernel's own cost, `transpose_into_256kib` (L2-resident): uint8 27.7 µs before (SSE2,
-//!   the store order computed at run time), 8.2-8.7 µs with AVX2 and 13.0 µs with the SSE2
-//!   code here; uint16 10.2, 8.0-8.2 and 12.0 µs; float32 7.1, 6.4-6.7 and 6.7 µs; uint64 6.9,
-//!   6.9-7.1 and 7.7 µs;
-//! - `transpose_into_16mib` (out of cache): uint8 4.0 ms with each 32-byte block stored as
-//!   soon as it was transposed, 2.9-3.1 ms with whole destination lines in a row (the extra
-//!   registers spill: 7 µs against 9 µs in L2); uint16 1.4-1.6 ms either way;
-//! - the SSE2 code alone (AVX2 detection switched off), `transpose_16mib`: uint8 2.4 ms against
-//!   4.1 ms before, float32 1.25-1.34 against 2.0 ms, uint64 1.1 ms both, but uint16 2.5
-//!   against 2.1-2.2 ms; storing each block as soon as it is transposed, or two blocks at a
-//!   time, ran uint16 at 2.0-2.5 and 2.9-3.1 ms but uint8 at 5.3 and 3.6 ms
-//!   (`transpose_into_16mib`, against 3.0 ms), so the fallback keeps whole lines too.
-//!
-//! Tried and left out: prefetching the next tile's source lines (to L1 or L2, one to four tiles
-//! ahead: uint8 16 MiB unchanged at 3.9-4.0 ms); loading the source lines straight into
-//! registers without the staging tile (float32 1024² 0.42 ms against 0.23 ms, uint8 4096²
-//! 2.4-3.7 ms against 2.3-2.5 ms, `dlbridge.copyto` from Python on one thread); AVX-512, one
-//! 64-byte register per destination line built from four 16-byte loads (L2-resident uint8
-//! 10.9-11.8 µs, float32 9.5-10.4 µs: slower than AVX2; 16 MiB within noise of it).
+//! Why whole destination lines, and what was tried and left out (prefetching, skipping the
+//! staging tile, AVX-512): the measurements are in benches/README.md.
 
 use std::arch::x86_64::{
     _MM_HINT_T1, _mm_loadu_si128, _mm_prefetch, _mm_setzero_si128, _mm_sfence, _mm_storeu_si128,
