@@ -19,6 +19,10 @@
 #      cargo test -p dlbridge --no-default-features   (no CUDA loader, no Python)
 #      bash scripts/asan_test.sh: the core's unit tests under AddressSanitizer (nightly;
 #      skipped loudly without it; DLBRIDGE_SKIP_ASAN=1 skips it)
+#      bash scripts/miri_test.sh: the core's unit tests under Miri (nightly with the miri
+#      component, added by the script; DLBRIDGE_SKIP_MIRI=1 skips it)
+#      bash scripts/tsan_test.sh: the tests that use threads under ThreadSanitizer (nightly,
+#      -Zbuild-std; DLBRIDGE_SKIP_TSAN=1 skips it)
 #      bash scripts/fuzz_smoke.sh (30 s per fuzz target; DLBRIDGE_SKIP_FUZZ=1 skips it)
 #      (dlbridge-py is a cdylib built with pyo3's extension-module: its test harness
 #      cannot link against libpython; it is covered by clippy and by pytest)
@@ -113,6 +117,11 @@ step cargo test -p dlbridge --no-default-features
 
 # The core's unit tests under AddressSanitizer (nightly), in their own target directory.
 [ "${DLBRIDGE_SKIP_ASAN:-0}" = 1 ] || step bash scripts/asan_test.sh
+
+# Undefined behaviour in the core's unit tests under Miri, and data races in the tests that use
+# threads under ThreadSanitizer (nightly; each script installs the components it needs).
+[ "${DLBRIDGE_SKIP_MIRI:-0}" = 1 ] || step bash scripts/miri_test.sh
+[ "${DLBRIDGE_SKIP_TSAN:-0}" = 1 ] || step bash scripts/tsan_test.sh
 
 # A short run of every fuzz target from its committed corpus (nightly, AddressSanitizer).
 [ "${DLBRIDGE_SKIP_FUZZ:-0}" = 1 ] || step bash scripts/fuzz_smoke.sh "${DLBRIDGE_FUZZ_SECONDS:-30}"

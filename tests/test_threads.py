@@ -1,4 +1,4 @@
-"""Threads (issue 8 item 4, CASES C22/C23): 8 Python threads exchange and drop tensors
+"""Threads (CASES C22/C23): 8 Python threads exchange and drop tensors
 concurrently — importing from one shared producer, converting through NumPy, torch and
 dlbridge, handing tensors, capsules and arrays to each other through a queue so that they are
 dropped on a different thread than the one that made them — with no error and no leak.
@@ -7,6 +7,14 @@ Duration: ``DLBRIDGE_THREADS_SECONDS`` (default 2 s; 10 s with ``DLBRIDGE_SOAK=f
 "No leak" is checked three ways: counting producers end at exactly one deleter call, every
 sampled source array is freed once its last user is gone, and resident memory does not grow
 beyond a bound after a warm-up.
+
+The tests after it each run for at most 2 s (``DLBRIDGE_THREADS_SECONDS`` when shorter), and
+would run truly in parallel on a free-threaded interpreter (scripts/freethreaded.sh): the same
+and distinct arrays imported, exported, converted and pickled from every thread (exact values,
+read-only kept, every private source freed); one DLPack capsule imported by several threads at
+once (exactly one takes it, the others get BufferError, the deleter runs once); tensors dropped
+from many threads at once, so that deleters run concurrently; and bad input, which keeps its
+exception under threads.
 """
 
 from __future__ import annotations
@@ -73,7 +81,9 @@ def _run(duration: float, torch, shared: np.ndarray, stats: dict) -> None:
                     objs += [tt, back]
                 if i % 500 == 0:
                     # (dlpack_ctypes keeps its data alive forever: use the shared array)
-                    fake = FakeManagedTensor(data=shared, shape=(64,), strides=(1,), dtype="float64")
+                    fake = FakeManagedTensor(
+                        data=shared, shape=(64,), strides=(1,), dtype="float64"
+                    )
                     with fakes_lock:
                         fakes.append(fake)
                     objs.append(dlbridge.from_dlpack(fake.capsule()))
@@ -136,3 +146,201 @@ def test_eight_threads_exchange_and_drop():
     # A leak of one 64-element array (or one managed tensor) per iteration would be several
     # MiB here; ctypes producers kept alive by dlpack_ctypes cost a few KiB each.
     assert growth < 4 * 2**20 + stats["fakes"] * 8192, f"RSS grew {growth} bytes"
+
+
+# ---------------------------------------------------------------------------------------------
+# The same and distinct arrays through every path at once; one capsule raced by many threads;
+# deleters run concurrently. Each test is bounded to a few seconds (SHORT).
+# ---------------------------------------------------------------------------------------------
+
+SHORT = min(DURATION, 2.0)
+
+
+def _in_threads(n: int, work) -> list:
+    """Run ``work(k)`` on ``n`` threads released together; return their results, re-raising
+    the first exception any of them raised."""
+    start = threading.Barrier(n)
+    results: list = [None] * n
+    errors: list[BaseException] = []
+
+    def run(k: int) -> None:
+        try:
+            start.wait()
+            results[k] = work(k)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=60)
+    assert not any(th.is_alive() for th in threads), "a thread hung"
+    if errors:
+        raise errors[0]
+    return results
+
+
+def test_threads_import_export_convert_and_pickle_same_and_distinct_arrays():
+    import pickle
+
+    shared = np.arange(256, dtype=np.float64)
+    frozen = np.arange(256, dtype=np.int32)
+    frozen.flags.writeable = False
+    sampled: list[weakref.ref] = []
+    stop = time.monotonic() + SHORT
+
+    def work(k: int) -> int:
+        i = 0
+        while time.monotonic() < stop:
+            i += 1
+            own = np.arange(64, dtype=np.float32) * (k + 1)
+            if i % 32 == 0:
+                sampled.append(weakref.ref(own))
+            for src, readonly in ((shared, False), (frozen, True), (own, False)):
+                t = dlbridge.from_dlpack(src)
+                assert t.readonly is readonly
+                back = np.from_dlpack(t)
+                np.testing.assert_array_equal(back, src)
+                assert back.flags.writeable is not readonly
+                assert memoryview(t).readonly is readonly
+                again = dlbridge.from_dlpack(t.__dlpack__(max_version=(1, 3)))
+                assert again.readonly is readonly and again.data_ptr == src.ctypes.data
+                converted = dlbridge.to_numpy(t)
+                np.testing.assert_array_equal(converted, src)
+                assert converted.flags.writeable is not readonly
+                copied = t.copy()
+                assert not copied.readonly and copied.is_copied
+                assert copied.tolist() == src.tolist()
+                for protocol in (2, 5):
+                    loaded = pickle.loads(pickle.dumps(t, protocol=protocol))
+                    assert loaded.readonly is readonly, protocol
+                    np.testing.assert_array_equal(np.from_dlpack(loaded), src)
+                if readonly:
+                    # A read-only producer never yields a writable view, whatever the path.
+                    with pytest.raises(BufferError):
+                        t.__dlpack__()  # a legacy capsule cannot carry the flag
+                    with pytest.raises((BufferError, ValueError)):
+                        dlbridge.copyto(t, src)
+                del t, back, again, converted, copied, loaded
+            del own
+        return i
+
+    counts = _in_threads(N_THREADS, work)
+    assert all(c > 0 for c in counts), counts
+    gc.collect()
+    assert all(r() is None for r in sampled), "an imported array was never freed"
+    np.testing.assert_array_equal(shared, np.arange(256, dtype=np.float64))
+    assert not frozen.flags.writeable
+
+
+def test_one_capsule_imported_from_many_threads_is_taken_once():
+    rounds = 0
+    stop = time.monotonic() + SHORT
+    while time.monotonic() < stop:
+        rounds += 1
+        data = np.arange(16, dtype=np.float64) + rounds
+        versioned = rounds % 2 == 0
+        fake = FakeManagedTensor(
+            data=data, shape=(16,), strides=(1,), dtype="float64", versioned=versioned
+        )
+        capsule = fake.capsule()
+
+        def take(_k: int):
+            try:
+                t = dlbridge.from_dlpack(capsule)
+            except BufferError as exc:
+                assert "already consumed" in str(exc), exc
+                return None
+            values = np.from_dlpack(t).copy()
+            del t
+            return values
+
+        results = _in_threads(4, take)
+        winners = [r for r in results if r is not None]
+        assert len(winners) == 1, f"{len(winners)} threads took one capsule"
+        np.testing.assert_array_equal(winners[0], data)
+        gc.collect()
+        assert fake.finalize() == 1, "the producer's deleter must run exactly once"
+    assert rounds > 0
+
+
+def test_many_threads_drop_tensors_so_deleters_run_concurrently():
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        torch = None
+    stop = time.monotonic() + SHORT
+    rounds = 0
+    while time.monotonic() < stop:
+        rounds += 1
+        fakes = [
+            FakeManagedTensor(
+                data=np.arange(8, dtype=np.float64), shape=(8,), strides=(1,), dtype="float64"
+            )
+            for _ in range(N_THREADS)
+        ]
+        held: list[list] = []
+        for fake in fakes:
+            t = dlbridge.from_dlpack(fake.capsule())
+            objs = [t, t.view("int64"), np.from_dlpack(t)]
+            objs.append(dlbridge.from_dlpack(t.__dlpack__(max_version=(1, 3))))
+            if torch is not None:
+                objs.append(torch.from_dlpack(t))
+            held.append(objs)
+            del t
+        source = np.arange(32, dtype=np.float32)
+        sampled = weakref.ref(source)
+        shared = dlbridge.from_dlpack(source)
+        for objs in held:
+            objs.extend(
+                dlbridge.from_dlpack(shared.__dlpack__(max_version=(1, 3))) for _ in range(4)
+            )
+        del source, shared
+
+        def drop(k: int) -> None:
+            objs = held[k]
+            held[k] = []
+            objs.clear()
+
+        _in_threads(N_THREADS, drop)
+        gc.collect()
+        assert [f.finalize() for f in fakes] == [1] * N_THREADS, "deleter counts"
+        assert sampled() is None, "the shared source was never freed"
+    assert rounds > 0
+
+
+def test_bad_input_keeps_its_answer_under_threads():
+    """Refusals raced from many threads: the same clear exception every time, the producer's
+    deleter called once for each refused tensor, and read-only memory never handed out
+    writable."""
+    frozen = np.arange(8, dtype=np.float32)
+    frozen.flags.writeable = False
+    stop = time.monotonic() + SHORT
+
+    def work(_k: int) -> int:
+        i = 0
+        while time.monotonic() < stop:
+            i += 1
+            with pytest.raises(TypeError):  # NoProtocolError
+                dlbridge.from_dlpack(object())
+            bad = FakeManagedTensor(
+                data=np.arange(4.0), shape=(-4,), strides=(1,), dtype="float64"
+            )
+            with pytest.raises(BufferError, match="negative extent"):
+                dlbridge.from_dlpack(bad.capsule())
+            assert bad.finalize() == 1
+            used = dlbridge.from_dlpack(frozen).__dlpack__(max_version=(1, 3))
+            dlbridge.from_dlpack(used)
+            with pytest.raises(BufferError, match="already consumed"):
+                dlbridge.from_dlpack(used)
+            t = dlbridge.from_dlpack(frozen)
+            with pytest.raises(BufferError):
+                dlbridge.copyto(t, np.zeros(8, dtype=np.float32))
+            assert not np.from_dlpack(t).flags.writeable
+            assert memoryview(t).readonly
+        return i
+
+    counts = _in_threads(N_THREADS, work)
+    assert all(c > 0 for c in counts), counts
+    np.testing.assert_array_equal(frozen, np.arange(8, dtype=np.float32))

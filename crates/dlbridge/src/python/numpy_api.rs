@@ -188,8 +188,9 @@ impl Api {
     #[inline]
     pub fn import(self, obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
         // SAFETY: `obj` is an exact ndarray of this table's ABI (caller's contract, by its
-        // type), alive for this borrow with the GIL held; only the shared leading fields are
-        // read.
+        // type), kept alive by the reference this borrow holds; only the shared leading fields
+        // are read, by an attached thread, as NumPy's own C functions read them (NumPy does
+        // not lock arrays: `a.shape = ...` in another thread races with every reader).
         let array = unsafe { &*obj.as_ptr().cast::<ArrayObject>() };
         // SAFETY: a live array always has a live descriptor.
         let descr = unsafe { &*array.descr };
