@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import dlbridge
-from dlbridge import namespaces as nsmod
 from dlb_testing import make, require_sycl
+from dlbridge import namespaces as nsmod
 
 torch = pytest.importorskip("torch")
 
@@ -276,7 +276,7 @@ def test_c25_bfloat16_into_numpy_uses_ml_dtypes():  # C25
 
 
 def test_c25_bfloat16_without_ml_dtypes(monkeypatch):  # C25
-    monkeypatch.setattr(nsmod, "has_ml_dtypes", lambda: False)
+    monkeypatch.setattr(nsmod.numpy, "has_ml_dtypes", lambda: False)
     t = torch.arange(3).to(torch.bfloat16)
     with pytest.raises(BufferError, match="ml_dtypes"):
         dlbridge.convert(t, "numpy")

@@ -1,0 +1,42 @@
+"""dlbridge itself as a source and a target: a :class:`dlbridge.Tensor`."""
+
+from __future__ import annotations
+
+import sys
+
+from .._native import Tensor
+from .base import Namespace, host
+
+
+class Dlbridge(Namespace):
+    name = module = pip = "dlbridge"
+    noun = "tensor"
+    aliases = ("dlbridge",)
+    result = "dlbridge.Tensor"
+
+    def installed(self):
+        return True
+
+    def load(self):
+        return sys.modules["dlbridge"]
+
+    def owns(self, x):
+        return isinstance(x, Tensor)
+
+    def device(self, x):
+        return x.device
+
+    def to_host(self, x):
+        return x if host(x.device) else None  # moved by the caller
+
+    def can_hold(self, device):
+        return True
+
+    def dtype_route(self, dtype):
+        return "dlpack"
+
+    def from_tensor(self, t, route):
+        return t
+
+
+__all__ = ["Dlbridge"]

@@ -1,0 +1,138 @@
+"""JAX: compact, 64-byte aligned layouts only; legacy capsules; 64-bit types need x64."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._layout import compact
+from .base import CPU, FLOAT8, SIXTY_FOUR_BIT, SUBBYTE, Device, Namespace, State
+from .numpy import ml_dtypes_view
+
+
+class Jax(Namespace):
+    name = module = "jax"
+    pip = "jax[cpu]"
+    aliases = ("jax", "jax.numpy", "jnp")
+    immutable = True
+    alias_readonly = False
+    readonly_why = (
+        "jnp.from_dlpack asks for legacy DLPack capsules only, which cannot carry the read-only "
+        "flag (dlbridge refuses read-only data to them)"
+    )
+    result = "jax.Array"
+    #: JAX aliases only data aligned to this many bytes (it copies otherwise)
+    alignment = 64
+
+    def load(self):
+        if self._mod is None:
+            import jax
+            import jax.numpy  # noqa: F401
+
+            self._mod = jax
+        return self._mod
+
+    def owns(self, x):
+        jax = self.loaded()
+        return jax is not None and isinstance(x, jax.Array)
+
+    def device(self, x):
+        devs = list(x.devices())
+        if len(devs) != 1:
+            return None
+        return Device(devs[0])
+
+    def state(self, x):
+        out = []
+        try:
+            ndev = len(x.devices())
+        except Exception:  # noqa: BLE001 - tracers
+            ndev = 1
+        if ndev > 1:
+            out.append(State(
+                f"is sharded over {ndev} devices (DLPack describes one buffer)",
+                "jax.device_get(x) or x.addressable_data(0)", None, 0, None, refuse=True,
+            ))
+        is_ready = getattr(x, "is_ready", None)
+        if is_ready is not None and not is_ready():
+            out.append(State(
+                "is still being computed", ".block_until_ready()", None, 0,
+                lambda v: v.block_until_ready(),
+            ))
+        return out
+
+    def to_host(self, x):
+        jax = self.load()
+        if all(d.platform == "cpu" for d in x.devices()):
+            return x
+        return jax.device_put(x, jax.devices("cpu")[0])
+
+    def devices(self):
+        jax = self.load()
+        out = [Device("cpu")]
+        try:
+            out += [Device(d) for d in jax.devices() if d.platform != "cpu"]
+        except Exception:  # noqa: BLE001
+            pass
+        return out
+
+    def can_hold(self, device):
+        if device.type == CPU:
+            return True
+        return any(d == device for d in self.devices())
+
+    def x64(self) -> bool:
+        return bool(self.load().config.jax_enable_x64)
+
+    def dtype_route(self, dtype):
+        jax = self.load()
+        if dtype.startswith(SUBBYTE):
+            return f"refuse: JAX has no packed {dtype}"
+        try:
+            jax.numpy.dtype(dtype)
+        except TypeError:
+            return f"refuse: JAX has no {dtype} dtype"
+        if dtype in SIXTY_FOUR_BIT and not self.x64():
+            return (
+                f"refuse: without jax_enable_x64 JAX would silently narrow {dtype} to "
+                f"{dtype.replace('64', '32').replace('complex128', 'complex64')}; call "
+                "jax.config.update('jax_enable_x64', True) first"
+            )
+        if dtype.startswith(FLOAT8):
+            # jnp.from_dlpack asks for legacy capsules, which cannot carry float8 (DLPack 1.1)
+            return "host_copy"
+        return "dlpack"
+
+    def layout_problem(self, t):
+        if not compact(t.shape, t.strides):
+            return (
+                "JAX takes only compact strides (a permutation of a dense layout), not "
+                f"strides {t.strides} for shape {t.shape}"
+            )
+        if t.size and t.data_ptr % self.alignment:
+            return f"JAX aliases only {self.alignment}-byte aligned data (it would copy it itself)"
+        return None
+
+    def _device(self, device: Device | None) -> Any:
+        jax = self.load()
+        if device is None or device.type == CPU:
+            return jax.devices("cpu")[0]
+        for d in jax.devices():
+            if Device(d) == device:
+                return d
+        raise BufferError(f"JAX has no device {device}")
+
+    def from_tensor(self, t, route):
+        jax = self.load()
+        if route == "host_copy":  # float8: through an ml_dtypes NumPy view, copied by JAX
+            return jax.numpy.array(ml_dtypes_view(t), copy=True)
+        return jax.numpy.from_dlpack(t)
+
+    def from_host(self, t, device, route):
+        import numpy as np
+
+        jax = self.load()
+        host_view = ml_dtypes_view(t) if route == "host_copy" else np.from_dlpack(t)
+        return jax.device_put(host_view, self._device(device))
+
+
+__all__ = ["Jax"]
