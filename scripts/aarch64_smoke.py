@@ -24,7 +24,9 @@ import dlbridge
 def check_platform() -> str:
     assert platform.machine() == "aarch64", platform.machine()
     assert "site-packages" in dlbridge.__file__, dlbridge.__file__  # the wheel, not a checkout
-    return f"{platform.machine()}, Python {platform.python_version()}, dlbridge {dlbridge.__version__}"
+    return (
+        f"{platform.machine()}, Python {platform.python_version()}, dlbridge {dlbridge.__version__}"
+    )
 
 
 def check_buffer_round_trip() -> str:
@@ -143,7 +145,9 @@ def main() -> None:
     for check in checks:
         start = time.perf_counter()
         what = check()
-        print(f"ok {check.__name__[6:]:<20} {time.perf_counter() - start:5.1f} s  {what}", flush=True)
+        print(
+            f"ok {check.__name__[6:]:<20} {time.perf_counter() - start:5.1f} s  {what}", flush=True
+        )
     print(f"aarch64 smoke: {len(checks)} checks passed", flush=True)
 
 

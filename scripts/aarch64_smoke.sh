@@ -14,7 +14,10 @@
 #    DLPack round trips, the portable copy kernel's strided copies, pickle protocol 5, shared
 #    memory sent to a spawned process, Arrow, bad input), then `python -m dlbridge check
 #    --libraries numpy`: every case between NumPy and the reference producer, with and
-#    without dlbridge; it fails on any dlbridge failure, crash or hang.
+#    without dlbridge; it fails on any dlbridge failure, crash or hang;
+# 5. with DLBRIDGE_AARCH64_RUST=1 also the core crate's unit tests (`cargo test -p dlbridge
+#    --no-default-features --lib`, the portable copy kernels' property tests among them),
+#    linked by zig and run under qemu: about 3 min more, so CI leaves them out.
 #
 # No binfmt_misc, no chroot: nothing of the kernel's or this machine's settings is changed.
 # debootstrap --foreign only downloads and unpacks the root's packages (its second stage would
@@ -107,16 +110,18 @@ took "venv ready: $("$APY" -c 'import platform, numpy, pyarrow; print(platform.m
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 wheel="${1:-}"
-if [ -z "$wheel" ]; then
-    start=$SECONDS
-    VENV="$(. scripts/env.sh && printf '%s' "$DLBRIDGE_VENV")"
+VENV="$(. scripts/env.sh && printf '%s' "$DLBRIDGE_VENV")"
+if [ -z "$wheel" ] || [ "${DLBRIDGE_AARCH64_RUST:-0}" = 1 ]; then
     if [ ! -x "$VENV/bin/maturin" ]; then
-        say "no maturin in $VENV to build the wheel; run: bash scripts/bootstrap.sh" >&2
+        say "no maturin and zig in $VENV to build for aarch64; run: bash scripts/bootstrap.sh" >&2
         exit 1
     fi
     if ! rustup target list --installed | grep -qx aarch64-unknown-linux-gnu; then
         rustup target add aarch64-unknown-linux-gnu
     fi
+fi
+if [ -z "$wheel" ]; then
+    start=$SECONDS
     # the same build as scripts/build_dist.sh linux-aarch64, in the same target directory
     PATH="$VENV/bin:$PATH" CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}/dist" \
         "$VENV/bin/maturin" build --release --out "$work" --zig --compatibility manylinux2014 \
@@ -154,3 +159,14 @@ print("aarch64_smoke: python -m dlbridge check --libraries numpy on", doc["platf
       len(doc["results"]), "results, through dlbridge", by_route["dlbridge"])
 PYEOF
 took "checker passed" "$start"
+
+# 5. the core's unit tests on aarch64, on request: linked by zig, run by qemu
+if [ "${DLBRIDGE_AARCH64_RUST:-0}" = 1 ]; then
+    start=$SECONDS
+    printf '#!/bin/sh\nexec "%s" -m ziglang cc -target aarch64-linux-gnu "$@"\n' "$VENV/bin/python" >"$HOME_DIR/zig-cc"
+    chmod +x "$HOME_DIR/zig-cc"
+    CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER="$HOME_DIR/zig-cc" \
+        CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="$QEMU -L $ROOT" \
+        cargo test -p dlbridge --no-default-features --lib --target aarch64-unknown-linux-gnu
+    took "the core's unit tests passed on aarch64" "$start"
+fi

@@ -10,7 +10,9 @@
 #                   (scripts/pgo.sh)
 #   linux-aarch64   the same for 64-bit Arm (rustup target aarch64-unknown-linux-gnu, zig)
 #   macos           one universal2 wheel, Apple silicon and Intel (macOS 11 / 10.12 and newer;
-#                   rustup targets aarch64-apple-darwin and x86_64-apple-darwin, zig)
+#                   rustup targets aarch64-apple-darwin and x86_64-apple-darwin, zig, which
+#                   brings macOS's library stubs: rustc's warning that it found no xcrun is
+#                   harmless)
 #   windows-x86_64  win_amd64, built for x86_64-pc-windows-gnu with Debian's MinGW-w64 linker
 #                   (gcc-mingw-w64-x86-64, installed here when missing and we may); it links
 #                   only python3.dll and Windows' own DLLs
