@@ -20,6 +20,7 @@ The public API:
   memory that ``multiprocessing`` sends to other processes as a handle.
 """
 
+from . import _processes  # noqa: F401 - registers the multiprocessing reduction
 from ._native import (
     DLPACK_VERSION,
     Device,
@@ -36,7 +37,6 @@ from .convert import convert, explain
 from .describe import describe
 from .host import to_host, to_memoryview, to_numpy
 from .plan import Plan
-from . import _processes  # noqa: F401 - registers the multiprocessing reduction
 
 __all__ = [
     "DLPACK_VERSION",

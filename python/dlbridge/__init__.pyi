@@ -2,8 +2,8 @@ from typing import Any, Literal, overload
 
 from ._native import DLPACK_VERSION as DLPACK_VERSION
 from ._native import Device as Device
-from ._native import NoProtocolError as NoProtocolError
 from ._native import DType as DType
+from ._native import NoProtocolError as NoProtocolError
 from ._native import Tensor as Tensor
 from ._native import __version__ as __version__
 from ._native import copyto as copyto
@@ -46,7 +46,8 @@ def convert(
     """An array of library ``to`` (a module or a name: ``"numpy"``, ``"torch"``, ``"jax"``,
     ``"dpnp"``, ``"pyarrow"``, ``"tensorflow"``, ``"array_api_strict"``, ``"cupy"``,
     ``"tvm_ffi"``, ``"dlbridge"``) with the values of ``x``, on ``device`` (anything
-    :class:`Device` takes; None: where ``x`` is), copied only when needed (``copy=None``), always (``True``) or never (``False``:
+    :class:`Device` takes; None: where ``x`` is), copied only when needed (``copy=None``), always
+    (``True``) or never (``False``:
     BufferError instead). Read-only or immutable sources never become writable aliases;
     ``detach=True`` / ``resolve=True`` opt in to resolving torch's autograd / conj / neg state.
     """

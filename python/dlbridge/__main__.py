@@ -20,7 +20,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             import numpy  # noqa: F401
         except ImportError:
-            print("python -m dlbridge check needs NumPy to compare values: pip install numpy", file=sys.stderr)
+            print(
+                "python -m dlbridge check needs NumPy to compare values: pip install numpy",
+                file=sys.stderr,
+            )
             return 2
         from .check import main as check_main
 

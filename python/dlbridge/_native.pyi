@@ -172,19 +172,19 @@ class Tensor:
     def __cuda_array_interface__(self) -> dict[str, Any]:
         """``__cuda_array_interface__`` v3 (CUDA device, managed or pinned memory only;
         AttributeError elsewhere, so ``hasattr`` tells consumers which protocol to use)."""
-    def to_device(self, device: Any, /, *, stream: int | None = None) -> "Tensor":
+    def to_device(self, device: Any, /, *, stream: int | None = None) -> Tensor:
         """This tensor on ``device`` (anything :class:`Device` takes: ``"cpu"``, ``"cuda:0"``, ...):
         itself when already there, else a copy. dlbridge copies host and CUDA memory itself
         (``is_copied`` set); memory it cannot reach (oneAPI, ...) is copied by the installed
         library that owns such memory, as :func:`to_numpy` does (dpnp for oneAPI), and flagged as
         that library exports it. Host results are complete on return; CUDA copies are enqueued
         on ``stream`` (default: the legacy default stream)."""
-    def view(self, dtype: Any) -> "Tensor":
+    def view(self, dtype: Any) -> Tensor:
         """The same memory read as ``dtype`` (anything :class:`DType` takes, of the same item
         size), zero-copy: e.g. uint16 bytes as bfloat16. ValueError when the item sizes differ."""
-    def contiguous(self) -> "Tensor":
+    def contiguous(self) -> Tensor:
         """A C-contiguous tensor with the same values: itself when already C-contiguous."""
-    def copy(self, order: Literal["C", "F"] = "C") -> "Tensor":
+    def copy(self, order: Literal["C", "F"] = "C") -> Tensor:
         """A new, writable, C- (or F-) contiguous copy with ``is_copied`` set."""
     def __dlpack__(
         self,
@@ -194,7 +194,8 @@ class Tensor:
         dl_device: tuple[int, int] | None = None,
         copy: bool | None = None,
     ) -> Any:
-        """Export as a DLPack capsule (versioned when ``max_version >= (1, 0)``, legacy otherwise)."""
+        """Export as a DLPack capsule (versioned when ``max_version >= (1, 0)``, legacy
+        otherwise)."""
     def __dlpack_device__(self) -> tuple[int, int]:
         """``(device_type, device_id)`` of the memory."""
     def __arrow_c_schema__(self) -> Any:
@@ -276,7 +277,8 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
     ``fixed_shape_tensor``'s ``dim_names``; nulls are a BufferError (see :func:`from_arrow`);
     bit-packed booleans and several stream chunks need a copy (several chunks on a device the host
     cannot read are a BufferError). ``device`` (anything :class:`Device` takes) asks the producer
-    first, then dlbridge's own transfer. ``copy=True`` always copies, ``copy=False`` never does (BufferError if it must),
+    first, then dlbridge's own transfer. ``copy=True`` always copies, ``copy=False`` never does
+    (BufferError if it must),
     ``copy=None`` copies only when needed.
     """
 
@@ -298,7 +300,8 @@ def from_arrow(
     with_validity: Literal[True],
     copy: bool | None = None,
 ) -> tuple[Tensor, Tensor]: ...
-def from_arrow(
+# the documented signature: the docs (mkdocstrings) take the docstring from here
+def from_arrow(  # type: ignore[misc]
     x: Any,
     /,
     *,
@@ -310,10 +313,12 @@ def from_arrow(
 
     ``x``: any object with the Arrow PyCapsule interface (``__arrow_c_device_array__``,
     ``__arrow_c_array__``, ``__arrow_c_stream__``: arrays, chunked arrays, streams, from
-    pyarrow, nanoarrow, arro3, polars...); anything else is a :class:`NoProtocolError`, a TypeError (use :func:`from_dlpack`).
+    pyarrow, nanoarrow, arro3, polars...); anything else is a :class:`NoProtocolError`, a TypeError
+    (use :func:`from_dlpack`).
     The protocols are tried in that order (device variants first); one that raises
     NotImplementedError is passed over for the next, and when every one offered does, a
-    BufferError names each. Without options this is :func:`from_dlpack`'s Arrow import: zero-copy and read-only, with
+    BufferError names each. Without options this is :func:`from_dlpack`'s Arrow import: zero-copy
+    and read-only, with
     a BufferError for nulls.
 
     - ``fill_null=v``: nulls become ``v`` in a fresh, writable, C-contiguous copy (``is_copied``);

@@ -12,8 +12,9 @@ a handle: one written to a file or a socket would name memory that dies with its
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from multiprocessing import reduction
-from typing import Any, Callable
+from typing import Any
 
 from ._native import Tensor, _map_shared, _open_cuda_ipc, _shared_handle
 

@@ -52,7 +52,8 @@ def convert(
     must be able to hold (else BufferError naming the ``device=`` to pass: e.g. ``"cpu"`` for
     NumPy and data on a GPU or SYCL device, a ``"oneapi"`` device for dpnp and host data). A
     device is anything ``dlbridge.Device`` parses (``"cpu"``, ``"cuda:1"``, ``(14, 0)``, a
-    torch / JAX / dpnp / tvm-ffi device, an object with ``__dlpack_device__``). A device-to-host copy is asked of the producer first; a
+    torch / JAX / dpnp / tvm-ffi device, an object with ``__dlpack_device__``). A device-to-host
+    copy is asked of the producer first; a
     host-to-device copy is made by the target library (the producer is never asked for the
     target's device); device to device is staged through the host when no library copies
     directly.

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import namespaces as nsmod
+from ._layout import c_contiguous, c_strides, f_contiguous
 from ._native import DLPACK_VERSION, Device, DType, Tensor, from_dlpack
 
 # ------------------------------------------------------------------------------ capsules
@@ -37,7 +38,11 @@ class _DLTensor(ctypes.Structure):
 
 
 class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+    _fields_ = [
+        ("dl_tensor", _DLTensor),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+    ]
 
 
 class _DLPackVersion(ctypes.Structure):
@@ -123,7 +128,9 @@ def peek_capsule(capsule: Any) -> CapsuleInfo:
         managed = _DLManagedTensorVersioned.from_address(ptr)
         version = (int(managed.version.major), int(managed.version.minor))
         if version[0] != 1:
-            return CapsuleInfo(name, version, note=f"unknown major version {version[0]}: fields not read")
+            return CapsuleInfo(
+                name, version, note=f"unknown major version {version[0]}: fields not read"
+            )
         flags = [n for bit, n in _FLAGS.items() if managed.flags & bit]
         dl = managed.dl_tensor
     else:
@@ -145,13 +152,6 @@ def peek_capsule(capsule: Any) -> CapsuleInfo:
         data_ptr=(dl.data or 0) + int(dl.byte_offset),
     )
 
-
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(out))
 
 
 # ------------------------------------------------------------------------------ protocols
@@ -266,7 +266,9 @@ def type_name(x: Any) -> str:
     return f"{mod}.{t.__name__}" if mod and mod != "builtins" else t.__name__
 
 
-def facts_of_tensor(t: Tensor, kind: str, library: str | None, import_copy: str | None = None) -> Facts:
+def facts_of_tensor(
+    t: Tensor, kind: str, library: str | None, import_copy: str | None = None
+) -> Facts:
     return Facts(
         kind=kind,
         library=library,
@@ -294,7 +296,7 @@ def facts_of_capsule(info: CapsuleInfo, kind: str) -> Facts:
         device=Device(info.device),
         dtype=info.dtype,
         shape=info.shape,
-        strides=info.strides if info.strides is not None else _c_strides(info.shape),
+        strides=info.strides if info.strides is not None else c_strides(info.shape),
         itemsize=itemsize,
         readonly=info.readonly,
         data_ptr=info.data_ptr or 0,
@@ -373,6 +375,7 @@ def describe(x: Any) -> dict[str, Any]:
             out["errors"]["state"] = f"{type(e).__name__}: {e}"
 
     facts: Facts | None = None
+    cap: CapsuleInfo | None
     if is_capsule(x):
         info = peek_capsule(x)
         cap = info
@@ -391,13 +394,13 @@ def describe(x: Any) -> dict[str, Any]:
         }
         if cap.note:
             out["capsule"]["note"] = cap.note
-        out["capsule_version"] = "%d.%d" % cap.version if cap.version else (
+        out["capsule_version"] = "{}.{}".format(*cap.version) if cap.version else (
             "legacy" if cap.name == "dltensor" else None
         )
 
     if is_capsule(x):
         try:
-            facts = facts_of_capsule(cap, "capsule")  # type: ignore[arg-type]
+            facts = facts_of_capsule(info, "capsule")
         except BufferError as e:
             out["errors"]["capsule"] = str(e)
     elif ns is not None and ns.name == "torch":
@@ -431,8 +434,8 @@ def describe(x: Any) -> dict[str, Any]:
             data_ptr=facts.data_ptr,
         )
         if out["c_contiguous"] is None:
-            out["c_contiguous"] = nsmod.c_contiguous(facts.shape, facts.strides)
-            out["f_contiguous"] = nsmod.c_contiguous(facts.shape[::-1], facts.strides[::-1])
+            out["c_contiguous"] = c_contiguous(facts.shape, facts.strides)
+            out["f_contiguous"] = f_contiguous(facts.shape, facts.strides)
     return out
 
 

@@ -28,10 +28,12 @@ The order of decisions, for a source ``x`` and a target library ``T``:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from . import namespaces as nsmod
+from ._layout import c_strides
 from ._native import Device, NoProtocolError, Tensor, from_dlpack
 from .describe import (
     Facts,
@@ -83,7 +85,11 @@ class Plan:
         lines = [f"{self.source} -> {self.target}{where}"]
         lines += [f"  {i}. {s}" for i, s in enumerate(self.steps, 1)]
         if self.possible:
-            what = "zero-copy" if self.copies == 0 else f"{self.copies} cop{'y' if self.copies == 1 else 'ies'}"
+            what = (
+                "zero-copy"
+                if self.copies == 0
+                else f"{self.copies} cop{'y' if self.copies == 1 else 'ies'}"
+            )
             lines.append(f"  => {what}: {self.reason}")
         else:
             lines.append(f"  => impossible ({self.error}): {self.reason}")
@@ -148,25 +154,23 @@ class Route:
             copies += n
             text = step.text
             if made is not None and made != step.copies:
-                text = f"{text} [{'skipped: not needed' if made == 0 else f'{made} cop' + ('y' if made == 1 else 'ies') + ' made'}]"
+                made_text = f"{made} cop{'y' if made == 1 else 'ies'} made"
+                text = f"{text} [{'skipped: not needed' if made == 0 else made_text}]"
             done.append(text)
             if self.ctx.finished:
                 break
-        executed = dataclasses.replace(self.plan, steps=done, copies=copies, notes=list(self.plan.notes))
+        executed = dataclasses.replace(
+            self.plan, steps=done, copies=copies, notes=list(self.plan.notes)
+        )
         if copies != self.plan.copies and copies > 0 and self.plan.copies == 0:
-            executed.reason = f"{self.plan.reason}; but {self.plan.target} copied the data on import"
+            executed.reason = (
+                f"{self.plan.reason}; but {self.plan.target} copied the data on import"
+            )
         return self.ctx.result, executed
 
 
 # ------------------------------------------------------------------------------ helpers
 
-
-def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(out))
 
 
 #: pyarrow's integer and float array classes, which the import reads through their own
@@ -253,6 +257,7 @@ def _copy_on_device(ctx: Ctx, dev: Device) -> Tensor:
     helper = nsmod.device_helper(dev)
     if helper is None:
         raise BufferError(f"no installed library can copy data on {dev}")
+    assert ctx.tensor is not None  # imported before any copy is planned
     out = helper.copy_on_device(ctx.tensor)
     assert out is not None
     return out
@@ -275,7 +280,13 @@ class _Builder:
     def copies(self) -> int:
         return sum(s.copies for s in self.steps)
 
-    def add(self, text: str, run: Callable[[Ctx], int | None] = _ok, copies: int = 0, why: str | None = None) -> None:
+    def add(
+        self,
+        text: str,
+        run: Callable[[Ctx], int | None] = _ok,
+        copies: int = 0,
+        why: str | None = None,
+    ) -> None:
         self.steps.append(Step(text, copies, run))
         if why:
             self.reasons.append(why)
@@ -337,8 +348,9 @@ def build(
     kind = "DLPack capsule" if is_capsule(x) else type_name(x)
     b = _Builder(kind, target)
     ctx = Ctx(obj=x)
+    p = _Planning(b, ctx, x, kind, src_ns, target, want, copy, detach, resolve, run)
     try:
-        _plan(b, ctx, x, kind, src_ns, target, want, copy, detach, resolve, run)
+        _plan(p)
     except Impossible as e:
         b.source = b.summary or kind
         return Route(b.impossible(e), [], ctx, e.error)
@@ -346,112 +358,180 @@ def build(
     return Route(b.plan(), b.steps, ctx)
 
 
-def _plan(
-    b: _Builder,
-    ctx: Ctx,
-    x: Any,
-    kind: str,
-    src_ns: nsmod.Namespace | None,
-    target: nsmod.Namespace,
-    want: Device | None,
-    copy: bool | None,
-    detach: bool,
-    resolve: bool,
-    run: bool,
-) -> None:
-    name = target.name
-    if not target.installed():
-        raise Impossible(ModuleNotFoundError, f"{name} is not installed (pip install {target.pip})")
+_ImportStep = tuple[str, Callable[[Ctx], int | None], int]
 
-    # 1. already there
-    if src_ns is target and copy is not True and target.is_result(x):
-        here = target.device(x)
-        if want is None or (here is not None and _satisfies(here, want, target)):
-            b.device = here
-            b.summary = kind
 
-            def same(c: Ctx) -> None:
-                c.result, c.finished = x, True
+@dataclass
+class _Planning:
+    """What the planner's steps share: the arguments of :func:`build`, and what the earlier
+    steps found out (filled in as they go)."""
 
-            b.add(f"already a {name} array{f' on {here}' if here else ''}: returned as is", same,
-                  why="nothing to convert")
-            return
+    b: _Builder
+    ctx: Ctx
+    x: Any
+    kind: str
+    src_ns: nsmod.Namespace | None
+    target: nsmod.Namespace
+    want: Device | None
+    copy: bool | None
+    detach: bool
+    resolve: bool
+    run: bool
+    #: the data is a private copy already
+    fresh: bool = False
+    #: the source, as inspected (set by _inspect)
+    facts: Facts = field(init=False)
+    #: the step that imports the source as a Tensor, if one is needed
+    import_step: _ImportStep | None = None
+    #: how the target imports the dtype (set by _check_dtype)
+    route: str = "dlpack"
+    #: where the data is and where it goes (set by _choose_device)
+    src_dev: Device = field(init=False)
+    dest: Device = field(init=False)
+    #: why the target cannot alias the layout / the read-only data (set by _layout_and_flags)
+    problem: str | None = None
+    ro_problem: str | None = None
 
-    # 2. framework state
-    fresh = False  # the data is a private copy already
-    is_torch = src_ns is not None and src_ns.name == "torch"
-    if is_torch:
+    @property
+    def name(self) -> str:
+        return self.target.name
+
+    @property
+    def is_torch(self) -> bool:
+        return self.src_ns is not None and self.src_ns.name == "torch"
+
+    @property
+    def moving(self) -> bool:
+        return self.dest != self.src_dev
+
+
+def _plan(p: _Planning) -> None:
+    """The numbered decisions of the module docstring, one function each, in order."""
+    if not p.target.installed():
+        raise Impossible(
+            ModuleNotFoundError, f"{p.name} is not installed (pip install {p.target.pip})"
+        )
+    if _already_there(p):  # 1
+        return
+    _resolve_state(p)  # 2
+    _inspect(p)
+    _check_dtype(p)  # 3
+    _choose_device(p)  # 4
+    _layout_and_flags(p)  # 5, 6: what the target cannot take as it is
+    if p.moving:
+        _move(p)  # 4: the transfer, with the layout fix around it; 8
+    else:
+        _copy_in_place(p)  # 5, 6, 7 on the data's own device; 8
+
+
+def _already_there(p: _Planning) -> bool:
+    """1. ``x`` is already a target array where it was asked to be: returned as is."""
+    x, target, b = p.x, p.target, p.b
+    if not (p.src_ns is target and p.copy is not True and target.is_result(x)):
+        return False
+    here = target.device(x)
+    if not (p.want is None or (here is not None and _satisfies(here, p.want, target))):
+        return False
+    b.device = here
+    b.summary = p.kind
+
+    def same(c: Ctx) -> None:
+        c.result, c.finished = x, True
+
+    b.add(f"already a {p.name} array{f' on {here}' if here else ''}: returned as is", same,
+          why="nothing to convert")
+    return True
+
+
+def _resolve_state(p: _Planning) -> None:
+    """2. Framework state DLPack cannot carry: resolved when opted in or harmless, else
+    refused naming the fix."""
+    src_ns, b = p.src_ns, p.b
+    if p.is_torch:
         try:
-            b.summary = facts_of_torch(x).summary()
+            b.summary = facts_of_torch(p.x).summary()
         except RuntimeError:  # sparse tensors have no strides: refused just below
             pass
-    states = src_ns.state(x) if src_ns is not None else []
+    states = src_ns.state(p.x) if src_ns is not None else []
     for st in states:
         owner = f"{src_ns.name} {src_ns.noun}" if src_ns is not None else "source"
         if st.refuse:
             raise Impossible(BufferError, f"the {owner} {st.what}; call {st.fix} first")
-        enabled = st.option is None or (st.option == "detach" and detach) or (st.option == "resolve" and resolve)
+        enabled = (st.option is None or (st.option == "detach" and p.detach)
+                   or (st.option == "resolve" and p.resolve))
         if not enabled:
             raise Impossible(
                 BufferError,
                 f"the {owner} {st.what}, which DLPack cannot carry; call {st.fix} first, "
                 f"or pass {st.option}=True to convert",
             )
-        if st.copies and copy is False:
+        if st.copies and p.copy is False:
             raise Impossible(
                 BufferError,
-                f"the {owner} {st.what}; resolving it with {st.fix.split(' (')[0]} is a copy, which "
-                "copy=False forbids",
+                f"the {owner} {st.what}; resolving it with {st.fix.split(' (')[0]} is a copy, "
+                "which copy=False forbids",
             )
 
-        def apply(c: Ctx, f=st.apply) -> None:
+        def apply(c: Ctx, f: Callable[[Any], Any] | None = st.apply) -> None:
             c.obj = f(c.obj) if f is not None else c.obj
 
-        b.add(f"{st.fix}: the {owner} {st.what}", apply, st.copies,
-              why=f"{st.fix.split(' (')[0]} resolves state DLPack cannot carry" if st.copies else None)
-        fresh = fresh or st.copies > 0
+        why = f"{st.fix.split(' (')[0]} resolves state DLPack cannot carry" if st.copies else None
+        b.add(f"{st.fix}: the {owner} {st.what}", apply, st.copies, why=why)
+        p.fresh = p.fresh or st.copies > 0
 
-    # inspect the source
-    source = src_ns.source(x) if src_ns is not None else x
+
+def _inspect(p: _Planning) -> None:
+    """Read the source's facts (a zero-copy import; a raw capsule is only read unless the
+    plan is to be run) and choose the step that imports it."""
+    x, ctx = p.x, p.ctx
+    source = p.src_ns.source(x) if p.src_ns is not None else x
     consumed = False
-    if is_torch:
+    if p.is_torch:
         facts = facts_of_torch(x)
-        if fresh:  # resolve_conj / resolve_neg made a dense, private copy
-            facts.strides, facts.data_ptr = _c_strides(facts.shape), 0
+        if p.fresh:  # resolve_conj / resolve_neg made a dense, private copy
+            facts.strides, facts.data_ptr = c_strides(facts.shape), 0
 
         def imp(c: Ctx) -> None:
             if c.tensor is None:
                 c.tensor = from_dlpack(c.obj)
 
-        import_step: tuple[str, Callable[[Ctx], int | None], int] | None = (
+        p.import_step = (
             "import the torch tensor as a dlbridge.Tensor through DLPack (zero-copy)", imp, 0,
         )
-    elif is_capsule(x) and not run:
+    elif is_capsule(x) and not p.run:
         info = peek_capsule(x)
         try:
             facts = facts_of_capsule(info, "DLPack capsule")
         except BufferError as e:
             raise Impossible(BufferError, str(e)) from None
-        import_step = (_CAPSULE_STEP, _ok, 0)
+        p.import_step = (_CAPSULE_STEP, _ok, 0)
     else:
-        facts, import_step = _import(ctx, source, kind, src_ns, copy)
+        facts, p.import_step = _import(ctx, source, p.kind, p.src_ns, p.copy)
         consumed = is_capsule(x)
         if facts.import_copy is not None:
-            fresh = True
-    b.summary = facts.summary()
+            p.fresh = True
+    p.facts = facts
+    p.b.summary = facts.summary()
     if consumed:
         ctx.obj = None
 
-    # 3. dtype
-    route = target.dtype_route(facts.dtype)
+
+def _check_dtype(p: _Planning) -> None:
+    """3. The target must have the dtype (and arrays of the shape)."""
+    route = p.target.dtype_route(p.facts.dtype)
     if route.startswith("refuse:"):
         raise Impossible(BufferError, route.removeprefix("refuse:").strip())
-    refusal = target.shape_refusal(facts.shape)
+    refusal = p.target.shape_refusal(p.facts.shape)
     if refusal:
         raise Impossible(BufferError, refusal)
+    p.route = route
 
-    # 4. device
-    src_dev = facts.device
+
+def _choose_device(p: _Planning) -> None:
+    """4. Where the result lives: where the data is (which the target must be able to hold),
+    or ``device=``."""
+    target, want = p.target, p.want
+    src_dev = p.facts.device
     dest = src_dev if want is None else want
     if want is not None and _satisfies(src_dev, want, target):
         dest = src_dev
@@ -461,86 +541,105 @@ def _plan(
             extra = " (or use dlbridge.to_numpy / dlbridge.to_host)" if hint == "cpu" else ""
             raise Impossible(
                 BufferError,
-                f"{name} arrays cannot live on {src_dev}, where the data is; pass "
+                f"{p.name} arrays cannot live on {src_dev}, where the data is; pass "
                 f"device={hint!r} to copy it there{extra}",
             )
         devs = ", ".join(str(d) for d in target.devices()) or "none found"
-        raise Impossible(BufferError, f"{name} has no arrays on {want} (its devices: {devs})")
-    b.device = dest
-    moving = dest != src_dev
-    if moving and copy is False:
+        raise Impossible(BufferError, f"{p.name} has no arrays on {want} (its devices: {devs})")
+    p.b.device = dest
+    p.src_dev, p.dest = src_dev, dest
+    if p.moving and p.copy is False:
         raise Impossible(
             BufferError,
-            f"the data is on {src_dev} and device={dest} needs a copy, which copy=False forbids; "
-            "pass copy=None to allow it",
+            f"the data is on {src_dev} and device={dest} needs a copy, which copy=False "
+            "forbids; pass copy=None to allow it",
         )
 
-    lay = facts.layout()
-    problem = target.layout_problem(lay) if route != "host_copy" else None
-    ro = facts.readonly and not fresh
-    ro_problem = target.readonly_why if ro and not target.alias_readonly else None
 
-    if import_step is not None and not (moving and nsmod.host(dest) and import_step[2] == 0
-                                        and is_torch):
-        text, fn, n = import_step
+def _layout_and_flags(p: _Planning) -> None:
+    """5, 6. Why the target cannot alias the layout or the read-only data as it is; then the
+    import step (left out when a torch tensor goes straight to the host)."""
+    target, facts = p.target, p.facts
+    p.problem = target.layout_problem(facts.layout()) if p.route != "host_copy" else None
+    ro = facts.readonly and not p.fresh
+    p.ro_problem = target.readonly_why if ro and not target.alias_readonly else None
+    step = p.import_step
+    if step is not None and not (p.moving and nsmod.host(p.dest) and step[2] == 0
+                                 and p.is_torch):
+        text, fn, n = step
         if text:
-            b.add(text, fn, n, why=facts.import_copy)
+            p.b.add(text, fn, n, why=facts.import_copy)
 
-    # the reasons for one copy on the host (or on the data's device)
-    def copy_reasons(layout_problem: str | None, readonly_problem: str | None) -> list[str]:
-        out = []
-        if layout_problem:
-            out.append(layout_problem)
-        if readonly_problem:
-            out.append(
-                f"the data is read-only and {readonly_problem}: a copy keeps the source "
-                "unwritable (never a writable alias)"
-            )
-        return out
 
-    if moving:
-        if nsmod.host(dest):
-            _plan_to_host(b, ctx, x, src_dev, dest, src_ns, kind, readonly=facts.readonly)
-            fresh = True
-            if problem:
-                b.add(
-                    f"C-order copy on the host if the transferred data still has this layout: {problem}",
-                    _host_fix(target, lay), 1, why=problem,
-                )
-            _final(b, target, route, expect_alias=True, copy=copy)
-            return
-        if nsmod.host(src_dev):
-            reasons = copy_reasons(problem, None)
-            if reasons:  # fix the layout on the host first, where dlbridge can copy
-                b.add(f"C-order copy on the host: {'; '.join(reasons)}", _copy_host, 1, why=reasons[0])
-            _plan_from_host(b, target, route, src_dev, dest)
-            return
-        # device to another device
-        if src_dev.type == nsmod.CUDA and dest.type == nsmod.CUDA:
-            def d2d(c: Ctx) -> None:
-                c.tensor = from_dlpack(c.tensor if c.obj is None else c.obj, device=str(dest))
+def _copy_reasons(layout_problem: str | None, readonly_problem: str | None) -> list[str]:
+    """The reasons for one copy on the host (or on the data's device)."""
+    out = []
+    if layout_problem:
+        out.append(layout_problem)
+    if readonly_problem:
+        out.append(
+            f"the data is read-only and {readonly_problem}: a copy keeps the source "
+            "unwritable (never a writable alias)"
+        )
+    return out
 
-            b.add(f"device-to-device copy {src_dev} -> {dest} (asked of the producer, else dlbridge)",
-                  d2d, 1, why=f"the data is on {src_dev} and device={dest}")
-            _final(b, target, route, expect_alias=True, copy=copy)
-            return
-        _plan_to_host(b, ctx, x, src_dev, Device("cpu"), src_ns, kind, staged=True, readonly=facts.readonly)
+
+def _move(p: _Planning) -> None:
+    """4. Another device: device to host, host to device, or device to device (staged through
+    the host when no library copies directly), with a C-order copy on the host for a layout
+    the target cannot take."""
+    b, ctx, x, target, route = p.b, p.ctx, p.x, p.target, p.route
+    src_dev, dest, problem = p.src_dev, p.dest, p.problem
+    lay = p.facts.layout()
+    if nsmod.host(dest):
+        _plan_to_host(b, ctx, x, src_dev, dest, p.src_ns, p.kind, readonly=p.facts.readonly)
+        p.fresh = True
         if problem:
-            b.add(f"C-order copy on the host: {problem}", _host_fix(target, lay), 1, why=problem)
-        _plan_from_host(b, target, route, Device("cpu"), dest)
+            b.add(
+                "C-order copy on the host if the transferred data still has this layout: "
+                f"{problem}",
+                _host_fix(target, lay), 1, why=problem,
+            )
+        _final(b, target, route, expect_alias=True, copy=p.copy)
         return
+    if nsmod.host(src_dev):
+        reasons = _copy_reasons(problem, None)
+        if reasons:  # fix the layout on the host first, where dlbridge can copy
+            b.add(f"C-order copy on the host: {'; '.join(reasons)}", _copy_host, 1,
+                  why=reasons[0])
+        _plan_from_host(b, target, route, src_dev, dest)
+        return
+    # device to another device
+    if src_dev.type == nsmod.CUDA and dest.type == nsmod.CUDA:
+        def d2d(c: Ctx) -> None:
+            c.tensor = from_dlpack(c.tensor if c.obj is None else c.obj, device=str(dest))
 
-    # same device
-    reasons = copy_reasons(problem, ro_problem)
-    if copy is True and not fresh and not reasons:
+        b.add(f"device-to-device copy {src_dev} -> {dest} (asked of the producer, else dlbridge)",
+              d2d, 1, why=f"the data is on {src_dev} and device={dest}")
+        _final(b, target, route, expect_alias=True, copy=p.copy)
+        return
+    _plan_to_host(b, ctx, x, src_dev, Device("cpu"), p.src_ns, p.kind, staged=True,
+                  readonly=p.facts.readonly)
+    if problem:
+        b.add(f"C-order copy on the host: {problem}", _host_fix(target, lay), 1, why=problem)
+    _plan_from_host(b, target, route, Device("cpu"), dest)
+
+
+def _copy_in_place(p: _Planning) -> None:
+    """5, 6, 7 on the data's own device: the copy the layout, the read-only flag or
+    ``copy=True`` needs (a BufferError under ``copy=False``); then 8, the target's import."""
+    b, target, route, name = p.b, p.target, p.route, p.name
+    src_dev, facts, copy = p.src_dev, p.facts, p.copy
+    reasons = _copy_reasons(p.problem, p.ro_problem)
+    if copy is True and not p.fresh and not reasons:
         reasons = ["copy=True asks for a copy"]
     if route == "host_copy":
         if copy is False:
             raise Impossible(
                 BufferError,
-                f"{name} cannot import {facts.dtype} through DLPack (its from_dlpack asks for legacy "
-                "capsules, which cannot carry DLPack 1.1 dtypes); only a copy can, which copy=False "
-                "forbids",
+                f"{name} cannot import {facts.dtype} through DLPack (its from_dlpack asks for "
+                "legacy capsules, which cannot carry DLPack 1.1 dtypes); only a copy can, which "
+                "copy=False forbids",
             )
         _final(b, target, route, expect_alias=False, copy=copy)
         return
@@ -552,35 +651,43 @@ def _plan(
                 "copy=None to let dlbridge copy)",
             )
         if nsmod.host(src_dev):
-            b.add(f"C-order copy on the host: {'; '.join(reasons)}", _copy_host, 1, why=reasons[0])
-        else:
-            bare = ctx.obj is None or isinstance(ctx.obj, Tensor)
-            helper = nsmod.device_helper(src_dev)
-            if src_dev.type in nsmod.DLBRIDGE_REACHES:
-                who = "dlbridge" if bare else "the producer, else dlbridge"
-            elif bare:
-                if helper is None:
-                    raise Impossible(
-                        BufferError,
-                        f"{'; '.join(reasons)}; dlbridge cannot copy memory on {src_dev} and no "
-                        "installed library can",
-                    )
-                who = helper.name
-            else:
-                who = "the producer" + (f", else {helper.name}" if helper is not None else "")
-
-            def dev_copy(c: Ctx, dev: Device = src_dev) -> None:
-                c.tensor = _copy_on_device(c, dev)
-
-            b.add(f"copy on {src_dev}, made by {who}: {'; '.join(reasons)}", dev_copy, 1,
+            b.add(f"C-order copy on the host: {'; '.join(reasons)}", _copy_host, 1,
                   why=reasons[0])
-    if not reasons and not facts.readonly and target.immutable and not fresh:
+        else:
+            _copy_on_its_device(p, reasons)
+    if not reasons and not facts.readonly and target.immutable and not p.fresh:
         b.notes.append(
             f"the {name} result shares memory with the writable source: {name} treats it as "
             "immutable, but writes through the source show in it (pass copy=True for an "
             "independent array)"
         )
-    _final(b, target, route, expect_alias=not reasons and not fresh, copy=copy)
+    _final(b, target, route, expect_alias=not reasons and not p.fresh, copy=copy)
+
+
+def _copy_on_its_device(p: _Planning, reasons: list[str]) -> None:
+    """The copy on a non-host device: by dlbridge (CUDA), the producer, or a library that can
+    copy there."""
+    ctx, src_dev = p.ctx, p.src_dev
+    bare = ctx.obj is None or isinstance(ctx.obj, Tensor)
+    helper = nsmod.device_helper(src_dev)
+    if src_dev.type in nsmod.DLBRIDGE_REACHES:
+        who = "dlbridge" if bare else "the producer, else dlbridge"
+    elif bare:
+        if helper is None:
+            raise Impossible(
+                BufferError,
+                f"{'; '.join(reasons)}; dlbridge cannot copy memory on {src_dev} and no "
+                "installed library can",
+            )
+        who = helper.name
+    else:
+        who = "the producer" + (f", else {helper.name}" if helper is not None else "")
+
+    def dev_copy(c: Ctx, dev: Device = src_dev) -> None:
+        c.tensor = _copy_on_device(c, dev)
+
+    p.b.add(f"copy on {src_dev}, made by {who}: {'; '.join(reasons)}", dev_copy, 1,
+            why=reasons[0])
 
 
 def _satisfies(here: Device, want: Device, target: nsmod.Namespace) -> bool:
@@ -614,7 +721,9 @@ def _import(
         except Exception as e2:
             raise Impossible(BufferError, _producer_refused(e2)) from None
         if copy is False:
-            raise Impossible(BufferError, f"importing {kind} needs a copy ({why}), which copy=False forbids")
+            raise Impossible(
+                BufferError, f"importing {kind} needs a copy ({why}), which copy=False forbids"
+            ) from None
         ctx.tensor = t
         facts = facts_of_tensor(t, kind, library, import_copy=f"the import needs a copy: {why}")
         return facts, (f"import {kind} as a dlbridge.Tensor through {via} (a copy: {why})", _ok, 1)
@@ -633,7 +742,9 @@ def _import(
     return facts, (f"import {kind} as a dlbridge.Tensor through {via} (zero-copy)", _ok, 0)
 
 
-_CAPSULE_STEP = "import the DLPack capsule as a dlbridge.Tensor (zero-copy; the capsule is consumed)"
+_CAPSULE_STEP = (
+    "import the DLPack capsule as a dlbridge.Tensor (zero-copy; the capsule is consumed)"
+)
 
 _ARRAY_PROTOCOLS = (
     "__arrow_c_device_array__",
@@ -690,7 +801,9 @@ def _host_fix(target: nsmod.Namespace, lay: nsmod.LayoutView) -> Callable[[Ctx],
     def fix(c: Ctx) -> int:
         t = c.tensor
         assert t is not None
-        view = nsmod.LayoutView(tuple(t.shape), tuple(t.strides), t.itemsize, int(t.data_ptr), t.size)
+        view = nsmod.LayoutView(
+            tuple(t.shape), tuple(t.strides), t.itemsize, int(t.data_ptr), t.size
+        )
         if target.layout_problem(view) is None:
             return 0
         c.tensor = t.copy()
@@ -723,7 +836,11 @@ def _plan_to_host(
         c.tensor, made = _to_host(c, s)
         return made
 
-    stage = " (staged through the host: no library copies between these devices directly)" if staged else ""
+    stage = (
+        " (staged through the host: no library copies between these devices directly)"
+        if staged
+        else ""
+    )
     copies, extra = 1, ""
     if readonly:
         copies, extra = 2, (
@@ -734,7 +851,9 @@ def _plan_to_host(
           why=f"the data is on {src} and the result goes to {b.device}")
 
 
-def _plan_from_host(b: _Builder, target: nsmod.Namespace, route: str, src: Device, dest: Device) -> None:
+def _plan_from_host(
+    b: _Builder, target: nsmod.Namespace, route: str, src: Device, dest: Device
+) -> None:
     """Host-to-device: the target library's own transfer, else dlbridge (CUDA), else a library
     that can reach the device."""
     name = target.name
@@ -745,15 +864,25 @@ def _plan_from_host(b: _Builder, target: nsmod.Namespace, route: str, src: Devic
             c.result = target.from_host(c.tensor, dest, route)
             c.finished = True
 
-        b.add(f"host-to-device copy {src} -> {dest}, made by {name} (the producer is not asked for {dest})",
-              h2d, 1, why=why)
+        b.add(
+            f"host-to-device copy {src} -> {dest}, made by {name} (the "
+            f"producer is not asked for {dest})",
+            h2d,
+            1,
+            why=why,
+        )
         return
     if dest.type in nsmod.DLBRIDGE_REACHES:
         def h2d_dlb(c: Ctx) -> None:
             assert c.tensor is not None
             c.tensor = c.tensor.to_device(str(dest))
 
-        b.add(f"host-to-device copy {src} -> {dest}, made by dlbridge (Tensor.to_device)", h2d_dlb, 1, why=why)
+        b.add(
+            f"host-to-device copy {src} -> {dest}, made by dlbridge (Tensor.to_device)",
+            h2d_dlb,
+            1,
+            why=why,
+        )
     else:
         helper = nsmod.device_helper(dest)
         if helper is None:
@@ -783,15 +912,21 @@ _IMPORT = {
     "cupy": "cupy.from_dlpack",
 }
 _ROUTE_TEXT = {
-    "ml_dtypes": "an ml_dtypes view of the bytes (numpy.from_dlpack has no bfloat16 / float8; zero-copy)",
-    "capsule": "torch.from_dlpack of a DLPack 1.3 capsule (torch asks for 1.0, which has no float8; zero-copy)",
-    "host_copy": "jax.numpy.array of an ml_dtypes view (a copy: JAX's legacy capsules cannot carry float8)",
+    "ml_dtypes": "an ml_dtypes view of the bytes (numpy.from_dlpack "
+                 "has no bfloat16 / float8; zero-copy)",
+    "capsule": "torch.from_dlpack of a DLPack 1.3 capsule (torch asks for 1.0, which has no "
+               "float8; zero-copy)",
+    "host_copy": "jax.numpy.array of an ml_dtypes view (a copy: JAX's legacy capsules cannot carry "
+                 "float8)",
     # a target that always copies host data on import (MLX on the CPU)
-    "import_copy": "the library's import, which copies (it cannot alias memory it did not allocate)",
+    "import_copy": "the library's import, which copies (it cannot alias memory it did not "
+                   "allocate)",
 }
 
 
-def _final(b: _Builder, target: nsmod.Namespace, route: str, *, expect_alias: bool, copy: bool | None) -> None:
+def _final(
+    b: _Builder, target: nsmod.Namespace, route: str, *, expect_alias: bool, copy: bool | None
+) -> None:
     name = target.name
     if name == "dlbridge":
         text = "the dlbridge.Tensor is the result"
@@ -801,7 +936,9 @@ def _final(b: _Builder, target: nsmod.Namespace, route: str, *, expect_alias: bo
         text = f"{name}: {_IMPORT.get(name, name + '.from_dlpack')} (zero-copy)"
     copies = 1 if route in ("host_copy", "import_copy") else 0
     if copies and copy is False:
-        raise Impossible(BufferError, f"{name}: {_ROUTE_TEXT[route]}, which copy=False forbids; pass copy=None")
+        raise Impossible(
+            BufferError, f"{name}: {_ROUTE_TEXT[route]}, which copy=False forbids; pass copy=None"
+        )
 
     def final(c: Ctx) -> int | None:
         t = c.tensor

@@ -9,7 +9,8 @@ a terminal summary, ``--json`` and ``--html``. The exit status is 1 when dlbridg
 case, 0 otherwise (whatever the peer libraries do).
 
 Cases name the entries of dlbridge's catalog of real-world cases (C1 to C59,
-:mod:`dlbridge.check.catalog`, printed by ``--catalog``) that they exercise; the reports link to them.
+:mod:`dlbridge.check.catalog`, printed by ``--catalog``) that they exercise; the reports link to
+them.
 """
 
 from __future__ import annotations
@@ -33,20 +34,40 @@ def _parser() -> argparse.ArgumentParser:
         description="Exchange arrays between every pair of installed array libraries, directly and "
         "through dlbridge, and report what works. Exit status 1 when dlbridge itself fails a case.",
     )
-    p.add_argument("--libraries", help="comma-separated peer libraries to check (default: every installed one); "
-                   "the built-in reference producer/consumer (dlpack-ref) and python (memoryview) are always included")
-    p.add_argument("--cases", help="comma-separated case ids, globs (layout/*), features (dtype) or catalog cases (C1); "
-                   "--catalog prints the catalog")
+    p.add_argument(
+        "--libraries",
+        help="comma-separated peer libraries to check (default: every installed one); "
+        "the built-in reference producer/consumer (dlpack-ref) and "
+        "python (memoryview) are always included",
+    )
+    p.add_argument(
+        "--cases",
+        help="comma-separated case ids, globs (layout/*), features (dtype) or catalog cases (C1); "
+        "--catalog prints the catalog",
+    )
     p.add_argument("--json", metavar="FILE", help="write the full results as JSON")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 2, help="worker processes in parallel (default: CPU count)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds one case may take before it counts as a hang (default 30)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 2,
+        help="worker processes in parallel (default: CPU count)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="seconds one case may take before it counts as a hang (default 30)",
+    )
     p.add_argument("--isolate", choices=["producer", "pair", "case"], default="producer",
                    help="one worker process per producer (default, fastest), per pair, or per case")
     p.add_argument("--top", type=int, default=12, help="how many findings to print (default 12)")
     p.add_argument("--list-cases", action="store_true", help="print the checker's cases and exit")
-    p.add_argument("--catalog", action="store_true",
-                   help="print dlbridge's catalog of real-world cases (C1 ...) as Markdown and exit")
+    p.add_argument(
+        "--catalog",
+        action="store_true",
+        help="print dlbridge's catalog of real-world cases (C1 ...) as Markdown and exit",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     return p
 
@@ -81,8 +102,15 @@ def run_check(
                     units.append((p, c, case.id, route))
     timings: dict[str, float] = {}
     slow = frozenset(d.name for d in installed if d.slow_import)
-    raw = run_units(units, jobs=jobs, timeout=timeout, group_by=isolate, progress=progress, timings=timings,
-                    slow_consumers=slow)
+    raw = run_units(
+        units,
+        jobs=jobs,
+        timeout=timeout,
+        group_by=isolate,
+        progress=progress,
+        timings=timings,
+        slow_consumers=slow,
+    )
     by_id = {c.id: c for c in CASES}
     results = []
     for r in raw:
@@ -104,7 +132,14 @@ def run_check(
         )
     order = {n: i for i, n in enumerate(d.name for d in found)}
     case_order = {c.id: i for i, c in enumerate(CASES)}
-    results.sort(key=lambda r: (order.get(r["producer"], 99), order.get(r["consumer"], 99), case_order[r["case"]], r["route"]))
+    results.sort(
+        key=lambda r: (
+            order.get(r["producer"], 99),
+            order.get(r["consumer"], 99),
+            case_order[r["case"]],
+            r["route"],
+        )
+    )
     duration = time.monotonic() - t0
     meta = {
         "dlbridge_version": dlbridge.__version__,
@@ -113,13 +148,25 @@ def run_check(
         "libraries": {d.name: d.version for d in installed},
         "libraries_detail": [d.__dict__ for d in found],
         "unadapted": discover_unadapted(),
-        "not_installed": [d.name + (f" ({d.version} {d.reason})" if d.reason else "") for d in found if not d.installed]
+        "not_installed": [
+            d.name + (f" ({d.version} {d.reason})" if d.reason else "")
+            for d in found
+            if not d.installed
+        ]
         + not_installed_unadapted(),
         "cases": len(chosen),
-        "options": {"libraries": libraries, "cases": cases, "jobs": jobs, "timeout": timeout, "isolate": isolate},
+        "options": {
+            "libraries": libraries,
+            "cases": cases,
+            "jobs": jobs,
+            "timeout": timeout,
+            "isolate": isolate,
+        },
         "batch_seconds": timings,
     }
-    summary = report.summarize(results, meta["libraries"], duration, producers, consumers, {c.id for c in chosen})
+    summary = report.summarize(
+        results, meta["libraries"], duration, producers, consumers, {c.id for c in chosen}
+    )
     return report.document(meta, results, summary), producers, consumers
 
 
@@ -147,9 +194,16 @@ def main(argv: list[str] | None = None) -> int:
         known = {cls.name for cls in ALL_LIBRARIES}
         unknown = [x for x in libs if x not in known]
         if unknown:
-            print(f"unknown libraries: {', '.join(unknown)}; known: {', '.join(sorted(known))}", file=sys.stderr)
+            print(
+                f"unknown libraries: {', '.join(unknown)}; known: {', '.join(sorted(known))}",
+                file=sys.stderr,
+            )
             return 2
-        absent = [d.name + (f" ({d.reason})" if d.reason else "") for d in discover(libs) if not d.installed]
+        absent = [
+            d.name + (f" ({d.reason})" if d.reason else "")
+            for d in discover(libs)
+            if not d.installed
+        ]
         if absent:
             print(f"not installed (skipped): {', '.join(absent)}", file=sys.stderr)
     cases = [x.strip() for x in args.cases.split(",")] if args.cases else None

@@ -88,24 +88,82 @@ def _build_cases() -> list[Case]:
         ("contiguous", "C-contiguous (3, 4)", (), Recipe(f64, (3, 4))),
         ("transposed", "transposed (4, 3) view", (), Recipe(f64, (3, 4), ops=(("T",),))),
         ("fortran", "Fortran-ordered (4, 250) float32", ("C3",), Recipe("float32", (4, 250), "F")),
-        ("neg_cols", "x[:, ::-1] (negative column stride)", ("C1",), Recipe(f64, (3, 4), ops=(("ix", (S(None), S(None, None, -1))),))),
-        ("neg_rows", "x[::-1] (negative row stride)", ("C1",), Recipe(f64, (4, 3), ops=(("ix", (S(None, None, -1),)),))),
-        ("flip_1d", "flip of a 1-D array", ("C2",), Recipe(f64, (10,), ops=(("ix", (S(None, None, -1),)),))),
-        ("step_1d", "x[::2] (step slice)", (), Recipe(f64, (12,), ops=(("ix", (S(None, None, 2),)),))),
-        ("step_2d", "x[::2, ::3]", (), Recipe(f64, (4, 6), ops=(("ix", (S(None, None, 2), S(None, None, 3))),))),
+        (
+            "neg_cols",
+            "x[:, ::-1] (negative column stride)",
+            ("C1",),
+            Recipe(f64, (3, 4), ops=(("ix", (S(None), S(None, None, -1))),)),
+        ),
+        (
+            "neg_rows",
+            "x[::-1] (negative row stride)",
+            ("C1",),
+            Recipe(f64, (4, 3), ops=(("ix", (S(None, None, -1),)),)),
+        ),
+        (
+            "flip_1d",
+            "flip of a 1-D array",
+            ("C2",),
+            Recipe(f64, (10,), ops=(("ix", (S(None, None, -1),)),)),
+        ),
+        (
+            "step_1d",
+            "x[::2] (step slice)",
+            (),
+            Recipe(f64, (12,), ops=(("ix", (S(None, None, 2),)),)),
+        ),
+        (
+            "step_2d",
+            "x[::2, ::3]",
+            (),
+            Recipe(f64, (4, 6), ops=(("ix", (S(None, None, 2), S(None, None, 3))),)),
+        ),
         ("offset_1d", "x[3:] (offset)", (), Recipe(f64, (10,), ops=(("ix", (S(3, None),)),))),
-        ("offset_2d", "x[1:, 2:] (offset, not contiguous)", (), Recipe(f64, (4, 6), ops=(("ix", (S(1, None), S(2, None))),))),
+        (
+            "offset_2d",
+            "x[1:, 2:] (offset, not contiguous)",
+            (),
+            Recipe(f64, (4, 6), ops=(("ix", (S(1, None), S(2, None))),)),
+        ),
         ("scalar_0d", "0-d array", ("C8",), Recipe(f64, ())),
         ("zero_size", "zero-size (0, 3)", ("C9",), Recipe(f64, (0, 3))),
         ("zero_size_wide", "zero-size (0, 2048)", ("C10",), Recipe("float32", (0, 2048))),
-        ("zero_size_strided", "zero-size (0, 3) view with steps (contiguous all the same)", ("C57",),
-         Recipe(f64, (0, 6), ops=(("ix", (S(None), S(None, None, 2))),))),
-        ("size1_column", "(1024, 1) column-major float32 (a size-1 dimension's stride)", ("C59",),
-         Recipe("float32", (1024, 1), "F")),
-        ("size1_dims", "(3, 1, 6, 2) float32, then a reduction", ("C5",), Recipe("float32", (3, 1, 6, 2))),
-        ("size1_leading", "(1, 3, 224, 224) float32 (is C-contiguous)", ("C4",), Recipe("float32", (1, 3, 224, 224))),
-        ("zero_stride", "broadcast view (stride 0)", (), Recipe(f64, (4,), ops=(("broadcast", (3, 4)),))),
-        ("misaligned", "float64 data at an odd address", ("C40",), Recipe(f64, (6,), ops=(("misalign",),))),
+        (
+            "zero_size_strided",
+            "zero-size (0, 3) view with steps (contiguous all the same)",
+            ("C57",),
+            Recipe(f64, (0, 6), ops=(("ix", (S(None), S(None, None, 2))),)),
+        ),
+        (
+            "size1_column",
+            "(1024, 1) column-major float32 (a size-1 dimension's stride)",
+            ("C59",),
+            Recipe("float32", (1024, 1), "F"),
+        ),
+        (
+            "size1_dims",
+            "(3, 1, 6, 2) float32, then a reduction",
+            ("C5",),
+            Recipe("float32", (3, 1, 6, 2)),
+        ),
+        (
+            "size1_leading",
+            "(1, 3, 224, 224) float32 (is C-contiguous)",
+            ("C4",),
+            Recipe("float32", (1, 3, 224, 224)),
+        ),
+        (
+            "zero_stride",
+            "broadcast view (stride 0)",
+            (),
+            Recipe(f64, (4,), ops=(("broadcast", (3, 4)),)),
+        ),
+        (
+            "misaligned",
+            "float64 data at an odd address",
+            ("C40",),
+            Recipe(f64, (6,), ops=(("misalign",),)),
+        ),
     ]
     for name, title, refs, recipe in layouts:
         add(
@@ -131,8 +189,20 @@ def _build_cases() -> list[Case]:
     )
 
     ro = ("C12", "C14", "C15", "C16")
-    add(Case("readonly/contiguous", "readonly", "read-only (3, 4) array", ro, Recipe(f64, (3, 4), readonly=True)))
-    add(Case("readonly/1d", "readonly", "read-only 1-D array", ro, Recipe(f64, (12,), readonly=True)))
+    add(
+        Case(
+            "readonly/contiguous",
+            "readonly",
+            "read-only (3, 4) array",
+            ro,
+            Recipe(f64, (3, 4), readonly=True),
+        )
+    )
+    add(
+        Case(
+            "readonly/1d", "readonly", "read-only 1-D array", ro, Recipe(f64, (12,), readonly=True)
+        )
+    )
     add(
         Case(
             "readonly/strided",
@@ -142,13 +212,67 @@ def _build_cases() -> list[Case]:
             Recipe(f64, (4, 6), ops=(("ix", (S(None, None, 2), S(None, None, 3))),), readonly=True),
         )
     )
-    add(Case("readonly/copy_false", "readonly", "read-only array with copy=False", ro, Recipe(f64, (3, 4), readonly=True), copy=False))
-    add(Case("readonly/copy_true", "readonly", "read-only array with copy=True", ro, Recipe(f64, (3, 4), readonly=True), copy=True))
+    add(
+        Case(
+            "readonly/copy_false",
+            "readonly",
+            "read-only array with copy=False",
+            ro,
+            Recipe(f64, (3, 4), readonly=True),
+            copy=False,
+        )
+    )
+    add(
+        Case(
+            "readonly/copy_true",
+            "readonly",
+            "read-only array with copy=True",
+            ro,
+            Recipe(f64, (3, 4), readonly=True),
+            copy=True,
+        )
+    )
 
-    add(Case("copy/true", "copy", "copy=True of a contiguous array", (), Recipe(f64, (3, 4)), copy=True))
-    add(Case("copy/false", "copy", "copy=False of a contiguous array", (), Recipe(f64, (3, 4)), copy=False))
-    add(Case("copy/true_transposed", "copy", "copy=True of a transposed view", (), Recipe(f64, (3, 4), ops=(("T",),)), copy=True))
-    add(Case("copy/false_transposed", "copy", "copy=False of a transposed view", (), Recipe(f64, (3, 4), ops=(("T",),)), copy=False))
+    add(
+        Case(
+            "copy/true",
+            "copy",
+            "copy=True of a contiguous array",
+            (),
+            Recipe(f64, (3, 4)),
+            copy=True,
+        )
+    )
+    add(
+        Case(
+            "copy/false",
+            "copy",
+            "copy=False of a contiguous array",
+            (),
+            Recipe(f64, (3, 4)),
+            copy=False,
+        )
+    )
+    add(
+        Case(
+            "copy/true_transposed",
+            "copy",
+            "copy=True of a transposed view",
+            (),
+            Recipe(f64, (3, 4), ops=(("T",),)),
+            copy=True,
+        )
+    )
+    add(
+        Case(
+            "copy/false_transposed",
+            "copy",
+            "copy=False of a transposed view",
+            (),
+            Recipe(f64, (3, 4), ops=(("T",),)),
+            copy=False,
+        )
+    )
     add(
         Case(
             "copy/false_neg",
@@ -172,10 +296,48 @@ def _build_cases() -> list[Case]:
     )
 
     add(Case("device/cpu", "device", 'device="cpu"', ("C37",), Recipe(f64, (3, 4)), device="cpu"))
-    add(Case("device/cpu_1d", "device", 'device="cpu" of a 1-D array', ("C37",), Recipe(f64, (12,)), device="cpu"))
-    add(Case("device/cpu_copy_false", "device", 'device="cpu", copy=False', ("C39",), Recipe(f64, (3, 4)), device="cpu", copy=False))
-    add(Case("device/cpu_copy_true", "device", 'device="cpu", copy=True', ("C37",), Recipe(f64, (3, 4)), device="cpu", copy=True))
-    add(Case("device/consumer", "device", "device= the consumer's own default device", ("C38",), Recipe(f64, (3, 4)), device="native"))
+    add(
+        Case(
+            "device/cpu_1d",
+            "device",
+            'device="cpu" of a 1-D array',
+            ("C37",),
+            Recipe(f64, (12,)),
+            device="cpu",
+        )
+    )
+    add(
+        Case(
+            "device/cpu_copy_false",
+            "device",
+            'device="cpu", copy=False',
+            ("C39",),
+            Recipe(f64, (3, 4)),
+            device="cpu",
+            copy=False,
+        )
+    )
+    add(
+        Case(
+            "device/cpu_copy_true",
+            "device",
+            'device="cpu", copy=True',
+            ("C37",),
+            Recipe(f64, (3, 4)),
+            device="cpu",
+            copy=True,
+        )
+    )
+    add(
+        Case(
+            "device/consumer",
+            "device",
+            "device= the consumer's own default device",
+            ("C38",),
+            Recipe(f64, (3, 4)),
+            device="native",
+        )
+    )
     add(
         Case(
             "device/other_device",
@@ -190,16 +352,35 @@ def _build_cases() -> list[Case]:
         Case(
             "device/tf_gpu_scope",
             "device",
-            "TensorFlow int32 tensor created under a GPU device scope (must report where its bytes are)",
+            "TensorFlow int32 tensor created under a GPU device scope "
+            "(must report where its bytes are)",
             ("C31",),
             Recipe("int32", (3,)),
             mode="tf_gpu_scope",
             producers=("tensorflow",),
         )
     )
-    add(Case("device/strided_cpu", "device", 'device="cpu" of x[::2, ::3]', ("C37",), Recipe(f64, (4, 6), ops=(("ix", (S(None, None, 2), S(None, None, 3))),)), device="cpu"))
+    add(
+        Case(
+            "device/strided_cpu",
+            "device",
+            'device="cpu" of x[::2, ::3]',
+            ("C37",),
+            Recipe(f64, (4, 6), ops=(("ix", (S(None, None, 2), S(None, None, 3))),)),
+            device="cpu",
+        )
+    )
 
-    add(Case("capsule/legacy", "capsule", "producer forced to send a legacy (unversioned) capsule", ("C46",), Recipe(f64, (3, 4)), mode="legacy"))
+    add(
+        Case(
+            "capsule/legacy",
+            "capsule",
+            "producer forced to send a legacy (unversioned) capsule",
+            ("C46",),
+            Recipe(f64, (3, 4)),
+            mode="legacy",
+        )
+    )
     add(
         Case(
             "capsule/legacy_readonly",
@@ -211,10 +392,46 @@ def _build_cases() -> list[Case]:
             refuse="a legacy capsule cannot say read-only, so the producer must refuse it (C13)",
         )
     )
-    add(Case("capsule/versioned", "capsule", "which capsule version the consumer asks for", ("C12", "C58"), Recipe(f64, (3, 4)), mode="versioned"))
-    add(Case("capsule/consumed", "capsule", "the same capsule handed over twice", ("C18",), Recipe(f64, (3, 4)), mode="consumed"))
-    add(Case("capsule/raw_versioned", "capsule", "a raw versioned capsule instead of an array", ("C46",), Recipe(f64, (3, 4)), mode="raw_versioned"))
-    add(Case("capsule/raw_legacy", "capsule", "a raw legacy capsule instead of an array", ("C46",), Recipe(f64, (3, 4)), mode="raw_legacy"))
+    add(
+        Case(
+            "capsule/versioned",
+            "capsule",
+            "which capsule version the consumer asks for",
+            ("C12", "C58"),
+            Recipe(f64, (3, 4)),
+            mode="versioned",
+        )
+    )
+    add(
+        Case(
+            "capsule/consumed",
+            "capsule",
+            "the same capsule handed over twice",
+            ("C18",),
+            Recipe(f64, (3, 4)),
+            mode="consumed",
+        )
+    )
+    add(
+        Case(
+            "capsule/raw_versioned",
+            "capsule",
+            "a raw versioned capsule instead of an array",
+            ("C46",),
+            Recipe(f64, (3, 4)),
+            mode="raw_versioned",
+        )
+    )
+    add(
+        Case(
+            "capsule/raw_legacy",
+            "capsule",
+            "a raw legacy capsule instead of an array",
+            ("C46",),
+            Recipe(f64, (3, 4)),
+            mode="raw_legacy",
+        )
+    )
 
     add(
         Case(
@@ -286,7 +503,8 @@ def _build_cases() -> list[Case]:
             Recipe("complex64", (4,)),
             mode="torch_conj",
             producers=("torch",),
-            refuse="DLPack cannot carry torch's lazy conjugate bit; BufferError naming resolve_conj (C28)",
+            refuse="DLPack cannot carry torch's lazy conjugate bit; BufferError naming "
+                   "resolve_conj (C28)",
         )
     )
     add(
@@ -311,10 +529,12 @@ BY_ID: dict[str, Case] = {c.id: c for c in CASES}
 #: exercised them).
 NOT_COVERED = {
     "C11": "needs Metal/MPS",
-    "C19": "a producer's deleter cannot be observed from Python (covered for the reference producer)",
+    "C19": "a producer's deleter cannot be observed from Python (covered for the reference "
+           "producer)",
     "C20": "needs a GPU",
     "C21": "a memory-growth test, not an exchange: covered by dlbridge's own leak tests",
-    "C22": "needs native threads and interpreter shutdown: covered by dlbridge's own lifetime tests",
+    "C22": "needs native threads and interpreter shutdown: covered by dlbridge's own lifetime "
+           "tests",
     "C23": "needs free-threaded Python",
     "C28": "needs torch",
     "C29": "needs torch",
@@ -337,8 +557,10 @@ NOT_COVERED = {
     "C52": "Arrow nulls, not a DLPack exchange: covered by dlbridge's own Arrow tests",
     "C53": "needs CUDA",
     "C54": "needs CUDA",
-    "C55": "CUDA IPC between two processes on a GPU (covered by dlbridge's own shared-memory tests where a CPU reaches it)",
-    "C56": "pickling across processes, not an exchange between libraries in one process (covered by dlbridge's own pickle and shared-memory tests)",
+    "C55": "CUDA IPC between two processes on a GPU (covered by dlbridge's own shared-memory tests "
+           "where a CPU reaches it)",
+    "C56": "pickling across processes, not an exchange between libraries in one process (covered "
+           "by dlbridge's own pickle and shared-memory tests)",
 }
 
 

@@ -49,16 +49,30 @@ def _p(repo: str, n: int) -> str:
     return f"{GH}{repo}/pull/{n}"
 
 
-TORCH, CUPY, JAX, NUMPY, TF = "pytorch/pytorch", "cupy/cupy", "jax-ml/jax", "numpy/numpy", "tensorflow/tensorflow"
-ARROW, DLPACK, ARRAY_API, PADDLE = "apache/arrow", "dmlc/dlpack", "data-apis/array-api", "PaddlePaddle/Paddle"
+TORCH, CUPY, JAX, NUMPY, TF = (
+    "pytorch/pytorch",
+    "cupy/cupy",
+    "jax-ml/jax",
+    "numpy/numpy",
+    "tensorflow/tensorflow",
+)
+ARROW, DLPACK, ARRAY_API, PADDLE = (
+    "apache/arrow",
+    "dmlc/dlpack",
+    "data-apis/array-api",
+    "PaddlePaddle/Paddle",
+)
 
 ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C1",
-        "`np.arange(12.).reshape(3, 4)[:, ::-1]` (strides (32, -8)) into a consumer without negative strides",
-        "torch cannot hold negative strides; imports of such views aborted the process or raised the wrong exception (PyTorch, scikit-learn).",
+        "`np.arange(12.).reshape(3, 4)[:, ::-1]` (strides (32, -8)) into a consumer without "
+        "negative strides",
+        "torch cannot hold negative strides; imports of such views aborted the process or raised "
+        "the wrong exception (PyTorch, scikit-learn).",
         (_i(TORCH, 188023), _i("scikit-learn/scikit-learn", 34307)),
-        "With `copy=None` dlbridge makes one C-contiguous copy and says why; with `copy=False` it raises BufferError. It never hands the consumer a layout it cannot read.",
+        "With `copy=None` dlbridge makes one C-contiguous copy and says why; with `copy=False` it "
+        "raises BufferError. It never hands the consumer a layout it cannot read.",
         (
             "tests/test_convert.py::test_c1_negative_strides_into_torch",
             "tests/interop/test_torch.py::test_dlbridge_to_torch_negative_strides_copy_route",
@@ -69,9 +83,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C2",
         "`cp.flip(cp.arange(10))` into a consumer that takes row-major data only",
-        "TensorFlow and CuPy reported \"invalid strides\" or crashed on a reversed 1-D view instead of copying or refusing.",
+        'TensorFlow and CuPy reported "invalid strides" or crashed on a reversed 1-D view instead '
+        'of copying or refusing.',
         (_i(TF, 51598), _i(CUPY, 5665)),
-        "dlbridge copies into a compact array for such consumers (one copy, reason reported) or raises BufferError with `copy=False`.",
+        "dlbridge copies into a compact array for such consumers (one copy, reason reported) or "
+        "raises BufferError with `copy=False`.",
         (
             "tests/test_convert.py::test_c2_flip_into_compact_only_consumer",
             "tests/interop/test_tensorflow.py::test_layouts_into_tensorflow_are_copied_when_not_row_major",
@@ -83,7 +99,8 @@ ENTRIES: tuple[Entry, ...] = (
         "Fortran-ordered (4, 250) float32 array, round trip",
         "dpctl and TensorFlow lost or misread column-major strides.",
         (_i("IntelPython/dpctl", 1241), _i(TF, 42660)),
-        "dlbridge keeps the strides it receives (F order is reported as F order) and values are identical after the round trip.",
+        "dlbridge keeps the strides it receives (F order is reported as F order) and values are "
+        "identical after the round trip.",
         (
             "tests/interop/test_numpy.py::test_numpy_fortran_4x250",
             "tests/interop/test_torch.py::test_torch_to_dlbridge",
@@ -92,7 +109,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C4",
         "shape (1, 3, 224, 224) with strides (150528, 50176, 224, 1)",
-        "Triton's client and server called such tensors non-contiguous because the stride of the extent-1 dimension is not the product of the others.",
+        "Triton's client and server called such tensors non-contiguous because the stride of the "
+        "extent-1 dimension is not the product of the others.",
         (_i("triton-inference-server/client", 834), _i("triton-inference-server/server", 6102)),
         "dlbridge ignores the strides of extent-1 dimensions: `is_c_contiguous` is true.",
         (
@@ -104,9 +122,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C5",
         "torch (3, 1, 6, 2) float32 into a consumer that derives its own layout, then a reduction",
-        "JAX rebuilt the layout from strides of extent-1 dimensions and reduced to wrong results or refused.",
+        "JAX rebuilt the layout from strides of extent-1 dimensions and "
+        "reduced to wrong results or refused.",
         (_i(JAX, 24680), _i(JAX, 25066)),
-        "dlbridge hands such tensors on as C-contiguous data (the stride of an extent-1 dimension does not matter), and the reduction in the consumer equals the source's.",
+        "dlbridge hands such tensors on as C-contiguous data (the stride of an extent-1 dimension "
+        "does not matter), and the reduction in the consumer equals the source's.",
         (
             "tests/test_convert.py::test_c5_size1_dims_then_reduce",
             "tests/interop/test_jax.py::test_torch_size1_to_jax_reduce",
@@ -117,7 +137,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C6",
         "legacy (pre-1.2) capsule with `strides == NULL`, ndim 2",
-        "CuPy and Arrow crashed or refused on NULL strides, which older DLPack versions define as C-contiguous.",
+        "CuPy and Arrow crashed or refused on NULL strides, which older "
+        "DLPack versions define as C-contiguous.",
         (_i(CUPY, 2095), _p(ARROW, 51122)),
         "dlbridge imports it as C-contiguous.",
         (
@@ -129,9 +150,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C7",
         "versioned DLPack 1.2 (or later) capsule with `strides == NULL`, ndim 2",
-        "DLPack 1.2 forbids NULL strides for ndim > 0; a consumer that accepts them guesses a layout.",
+        "DLPack 1.2 forbids NULL strides for ndim > 0; a consumer "
+        "that accepts them guesses a layout.",
         (_p(DLPACK, 178),),
-        "dlbridge raises BufferError (an invalid capsule) and still calls the producer's deleter once.",
+        "dlbridge raises BufferError (an invalid capsule) and still calls the producer's deleter "
+        "once.",
         (
             "tests/test_import.py::test_versioned_1_2_null_strides_is_buffer_error",
             "crates/dlbridge/tests/lifetimes.rs::hostile_specs",
@@ -140,9 +163,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C8",
         "0-d array export",
-        "NumPy's export of 0-d arrays was fixed to publish `shape == NULL` and `strides == NULL`; consumers must accept both forms.",
+        "NumPy's export of 0-d arrays was fixed to publish `shape == NULL` and `strides == NULL`; "
+        "consumers must accept both forms.",
         (_p(NUMPY, 29872),),
-        "dlbridge exports ndim 0 with NULL shape and strides, and imports either form as a 0-d array with the same value.",
+        "dlbridge exports ndim 0 with NULL shape and strides, and imports either form as a 0-d "
+        "array with the same value.",
         (
             "tests/test_export.py::test_0d_export_null_shape_and_strides",
             "tests/test_import.py::test_0d_null_shape_and_strides_accepted",
@@ -166,7 +191,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C10",
         "zero-size (0, 2048) export",
-        "Paddle exported strides (0, 2048) for empty tensors; consumers that check strides refuse them.",
+        "Paddle exported strides (0, 2048) for empty tensors; consumers "
+        "that check strides refuse them.",
         (_p(PADDLE, 78565),),
         "dlbridge exports the C strides (2048, 1).",
         (
@@ -178,18 +204,23 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C11",
         "sliced Metal (MPS) tensor exported",
-        "On Metal `data` is a buffer handle, not an address; PyTorch and MLX added the slice offset to the handle instead of `byte_offset`.",
+        "On Metal `data` is a buffer handle, not an address; PyTorch and MLX added the slice "
+        "offset to the handle instead of `byte_offset`.",
         (_p(TORCH, 182924), _p("ml-explore/mlx", 3531)),
-        "For memory that is not host-addressable dlbridge re-exports `data` and `byte_offset` exactly as received and never does arithmetic on `data`. The same rule is tested on a SYCL device.",
+        "For memory that is not host-addressable dlbridge re-exports `data` and `byte_offset` "
+        "exactly as received and never does arithmetic on `data`. The "
+        "same rule is tested on a SYCL device.",
         ("tests/test_devices.py::test_negative_strides_on_oneapi_go_back_to_dpnp",),
         "needs Metal (Apple GPU)",
     ),
     Entry(
         "C12",
         "read-only NumPy array, `__dlpack__(max_version=(1, 0))`",
-        "Read-only arrays were exported as writable, letting consumers write into memory the producer treats as immutable (NumPy, JAX).",
+        "Read-only arrays were exported as writable, letting consumers write into memory the "
+        "producer treats as immutable (NumPy, JAX).",
         (_i(NUMPY, 20742), _i(JAX, 40789)),
-        "dlbridge exports a versioned capsule with the READ_ONLY flag set and keeps the flag on import.",
+        "dlbridge exports a versioned capsule with the READ_ONLY flag "
+        "set and keeps the flag on import.",
         (
             "tests/test_readonly.py::test_versioned_export_has_read_only_flag",
             "tests/test_export.py::test_readonly_versioned_has_flag",
@@ -199,9 +230,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C13",
         "read-only NumPy array, `__dlpack__()` (legacy capsule)",
-        "A legacy capsule cannot say read-only; NumPy refused with TypeError where the standard asks for BufferError.",
+        "A legacy capsule cannot say read-only; NumPy refused with TypeError where the standard "
+        "asks for BufferError.",
         (_i(NUMPY, 20742), _p(NUMPY, 22542)),
-        "dlbridge raises BufferError for a read-only tensor asked for a legacy capsule (with `copy=True` it exports a copy).",
+        "dlbridge raises BufferError for a read-only tensor asked for a legacy capsule (with "
+        "`copy=True` it exports a copy).",
         (
             "tests/test_readonly.py::test_legacy_export_refused",
             "tests/test_export.py::test_readonly_legacy_is_buffer_error",
@@ -213,9 +246,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C14",
         "`from_dlpack` of a READ_ONLY capsule into NumPy",
-        "Consumers that ignored the flag returned writable arrays over read-only memory (NumPy, PDI).",
+        "Consumers that ignored the flag returned writable arrays over "
+        "read-only memory (NumPy, PDI).",
         (_p(NUMPY, 28600), _i("pdidev/pdi", 801)),
-        "dlbridge tensors of read-only capsules are read-only, and so is every NumPy array made from them: assignment raises.",
+        "dlbridge tensors of read-only capsules are read-only, and so is every NumPy array made "
+        "from them: assignment raises.",
         (
             "tests/test_readonly.py::test_numpy_from_dlpack_not_writeable",
             "tests/test_import.py::test_read_only_flag_gives_readonly_tensor",
@@ -225,9 +260,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C15",
         "immutable JAX array into torch",
-        "torch has no read-only tensors: importing a JAX buffer lets torch mutate memory JAX assumes immutable.",
+        "torch has no read-only tensors: importing a JAX buffer lets torch mutate memory JAX "
+        "assumes immutable.",
         (_i(JAX, 19123),),
-        "By default dlbridge copies (torch gets its own memory, the JAX buffer is untouched); with `copy=False` it raises BufferError.",
+        "By default dlbridge copies (torch gets its own memory, the JAX buffer is untouched); with "
+        "`copy=False` it raises BufferError.",
         (
             "tests/test_convert.py::test_c15_jax_into_torch_is_copied",
             "tests/interop/test_jax.py::test_jax_to_torch_through_dlbridge",
@@ -237,7 +274,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C16",
         "read-only array into torch",
-        "torch warns with a global UserWarning on every import of read-only memory and aliases it anyway (PyTorch, Ray).",
+        "torch warns with a global UserWarning on every import of read-only memory and aliases it "
+        "anyway (PyTorch, Ray).",
         (_i(TORCH, 47160), _p("ray-project/ray", 47776)),
         "dlbridge copies without a warning; `copy=False` raises BufferError instead of aliasing.",
         (
@@ -248,9 +286,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C17",
         "producer returns a versioned capsule with major version 2",
-        "A consumer that reads the fields of a capsule of an unknown major version reads a struct whose layout it does not know (array-api, MLX).",
+        "A consumer that reads the fields of a capsule of an unknown major version reads a struct "
+        "whose layout it does not know (array-api, MLX).",
         (_p(ARRAY_API, 602), _i("ml-explore/mlx", 3548)),
-        "dlbridge raises BufferError without reading any field but the version, and calls the deleter.",
+        "dlbridge raises BufferError without reading any field but "
+        "the version, and calls the deleter.",
         (
             "tests/test_import.py::test_unknown_major_version",
             "tests/test_import.py::test_unknown_major_version_from_producer",
@@ -261,7 +301,8 @@ ENTRIES: tuple[Entry, ...] = (
         "the same capsule passed to `from_dlpack` twice",
         "CuPy crashed or freed the memory twice when a capsule was consumed a second time.",
         (_i(CUPY, 3611),),
-        "dlbridge renames a capsule it consumes; the second call raises BufferError and nothing is freed twice.",
+        "dlbridge renames a capsule it consumes; the second call raises "
+        "BufferError and nothing is freed twice.",
         (
             "tests/test_import.py::test_consumed_capsule_is_buffer_error",
             "tests/test_lifetimes.py::test_second_consumption_raises_and_frees_once",
@@ -284,7 +325,8 @@ ENTRIES: tuple[Entry, ...] = (
         "10 000 export and import round trips of a 4 MB GPU array",
         "Device memory grew with every exchange (CuPy, cuDF, Paddle, Mahout).",
         (_p(CUPY, 1445), _i("rapidsai/cudf", 2400), _i(PADDLE, 47171), _i("apache/mahout", 888)),
-        "dlbridge releases each imported tensor through its deleter once; the test measures device memory when a GPU is present.",
+        "dlbridge releases each imported tensor through its deleter once; the test measures device "
+        "memory when a GPU is present.",
         ("tests/test_leaks.py::test_c20_device_memory_flat",),
         "needs a GPU",
     ),
@@ -293,7 +335,8 @@ ENTRIES: tuple[Entry, ...] = (
         "100 000 failing exports (a dtype the negotiated version cannot express)",
         "Every refused export leaked its partly built capsule (PyTorch).",
         (_i(TORCH, 171820),),
-        "dlbridge's refused exports free everything they allocated: memory stays flat over 100 000 refusals.",
+        "dlbridge's refused exports free everything they allocated: memory stays flat over 100 000 "
+        "refusals.",
         ("tests/test_leaks.py::test_failing_exports_do_not_grow_memory",),
     ),
     Entry(
@@ -301,7 +344,8 @@ ENTRIES: tuple[Entry, ...] = (
         "deleter called from a native thread without the GIL, and after interpreter shutdown began",
         "Deleters that touch Python objects without the GIL crashed NumPy and PyTorch processes.",
         (_i(NUMPY, 22507), _i(TORCH, 88082)),
-        "dlbridge's deleters take the GIL before releasing Python objects and leak them on purpose once the interpreter is finalizing.",
+        "dlbridge's deleters take the GIL before releasing Python objects and leak them on purpose "
+        "once the interpreter is finalizing.",
         (
             "tests/test_lifetimes.py::test_python_owner_released_from_a_thread_without_the_gil",
             "tests/test_lifetimes.py::test_counting_producer_deleter_runs_once_on_the_native_thread",
@@ -313,7 +357,9 @@ ENTRIES: tuple[Entry, ...] = (
         "free-threaded Python, 8 threads importing from one producer at once",
         "NumPy's DLPack paths raced under free-threading.",
         (_i(NUMPY, 28881),),
-        "Eight threads import from one shared producer and drop the results on other threads without error or leak; that test runs with the GIL here, and has not run on a free-threaded build.",
+        "Eight threads import from one shared producer and drop the results on other threads "
+        "without error or leak; that test runs with the GIL here, and has not run on a "
+        "free-threaded build.",
         ("tests/test_threads.py::test_eight_threads_exchange_and_drop",),
         "needs a free-threaded (no-GIL) Python build",
     ),
@@ -335,7 +381,8 @@ ENTRIES: tuple[Entry, ...] = (
         "bfloat16 into a consumer without bfloat16",
         "CuPy segfaulted or failed obscurely on bfloat16 capsules.",
         (_i(CUPY, 8801), _i(CUPY, 9480)),
-        "dlbridge raises BufferError with a hint (install ml_dtypes for NumPy); with ml_dtypes installed NumPy gets a bfloat16 array.",
+        "dlbridge raises BufferError with a hint (install ml_dtypes for NumPy); with ml_dtypes "
+        "installed NumPy gets a bfloat16 array.",
         (
             "tests/test_convert.py::test_c25_bfloat16_without_ml_dtypes",
             "tests/test_convert.py::test_c25_bfloat16_into_numpy_uses_ml_dtypes",
@@ -347,7 +394,8 @@ ENTRIES: tuple[Entry, ...] = (
         "float8_e4m3fn with a negotiated version of 1.0 and of 1.1",
         "float8 type codes exist only since DLPack 1.1; PyTorch exported them to 1.0 consumers.",
         (_p(TORCH, 150691), _p(DLPACK, 158)),
-        "dlbridge raises BufferError for a consumer that asked for 1.0 and exports code 10, 8 bits for 1.1.",
+        "dlbridge raises BufferError for a consumer that asked for 1.0 "
+        "and exports code 10, 8 bits for 1.1.",
         (
             "tests/test_export.py::test_float8_needs_version_1_1",
             "tests/interop/test_torch.py::test_torch_float8_negotiation",
@@ -369,9 +417,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C28",
         "torch complex tensor with the conjugate bit set",
-        "DLPack cannot carry torch's lazy conjugation: consumers got the unconjugated values (array-api-compat).",
+        "DLPack cannot carry torch's lazy conjugation: consumers got the unconjugated values "
+        "(array-api-compat).",
         (_i("data-apis/array-api-compat", 173),),
-        "dlbridge raises BufferError naming `resolve_conj()`; opting in (`resolve=True`) resolves it with one copy.",
+        "dlbridge raises BufferError naming `resolve_conj()`; opting in (`resolve=True`) resolves "
+        "it with one copy.",
         (
             "tests/test_convert.py::test_c28_conjugate_bit",
             "tests/interop/test_torch.py::test_torch_conj_bit_refused",
@@ -380,9 +430,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C29",
         "torch tensor with `requires_grad=True`",
-        "torch refuses to export tensors that require grad; callers had to know to call `detach()` (FlyDSL).",
+        "torch refuses to export tensors that require grad; callers had "
+        "to know to call `detach()` (FlyDSL).",
         (_p("ROCm/FlyDSL", 1099),),
-        "dlbridge raises BufferError naming `detach()`; `detach=True` exports the data without a copy.",
+        "dlbridge raises BufferError naming `detach()`; `detach=True` "
+        "exports the data without a copy.",
         (
             "tests/test_convert.py::test_c29_requires_grad",
             "tests/interop/test_torch.py::test_torch_requires_grad_refused",
@@ -391,9 +443,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C30",
         "bfloat16 array exported through the buffer protocol",
-        "The buffer format string disagreed with the itemsize, so `memoryview` and NumPy raised or misread the data (MLX, ml_dtypes).",
+        "The buffer format string disagreed with the itemsize, so `memoryview` and NumPy raised or "
+        "misread the data (MLX, ml_dtypes).",
         (_i("ml-explore/mlx", 3974), _i("jax-ml/ml_dtypes", 80)),
-        "dlbridge refuses the buffer protocol for dtypes without a standard format (BufferError pointing to DLPack) and never gives a format that disagrees with the itemsize.",
+        "dlbridge refuses the buffer protocol for dtypes without a standard format (BufferError "
+        "pointing to DLPack) and never gives a format that disagrees with the itemsize.",
         (
             "tests/test_buffer.py::test_bfloat16_memoryview_is_buffer_error_pointing_to_dlpack",
             "tests/test_buffer.py::test_bfloat16_numpy_asarray_no_silent_wrong_answer",
@@ -403,19 +457,23 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C31",
         "TensorFlow int32 tensor created under a GPU device scope",
-        "TensorFlow keeps int32 tensors in host memory even on a GPU; consumers that trusted the device name read host memory as device memory.",
+        "TensorFlow keeps int32 tensors in host memory even on a GPU; consumers that trusted the "
+        "device name read host memory as device memory.",
         (_i(TF, 41307), _i(TF, 78091)),
-        "dlbridge takes the device from the capsule (where the bytes are), reports CPU and hands the consumer the right data.",
+        "dlbridge takes the device from the capsule (where the bytes are), reports CPU and hands "
+        "the consumer the right data.",
         (
             "tests/test_convert.py::test_c31_tensorflow",
             "tests/interop/test_tensorflow.py::test_tensorflow_under_a_gpu_scope_reports_where_its_bytes_are",
         ),
-        "the GPU half needs a GPU; without one TensorFlow places the tensor on the CPU and the checker verifies the device it reports",
+        "the GPU half needs a GPU; without one TensorFlow places the tensor on the CPU and the "
+        "checker verifies the device it reports",
     ),
     Entry(
         "C32",
         "array on cuda:1 (CuPy or torch)",
-        "The exported `device_id` was 0, or the import landed on the current device instead of cuda:1 (Paddle, cuVS).",
+        "The exported `device_id` was 0, or the import landed on the current device instead of "
+        "cuda:1 (Paddle, cuVS).",
         (_p(PADDLE, 68549), _p("rapidsai/cuvs", 2239)),
         "dlbridge takes the device id from the memory it describes and imports on that device.",
         ("crates/dlbridge/src/cuda/memory.rs::devices_of_memory_kinds",),
@@ -424,7 +482,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C33",
         "torch pinned host tensor",
-        "Pinned memory was tagged as CUDA or as CPU inconsistently, so host consumers refused it or GPU consumers mis-addressed it (JAX, pyAMReX).",
+        "Pinned memory was tagged as CUDA or as CPU inconsistently, so host consumers refused it "
+        "or GPU consumers mis-addressed it (JAX, pyAMReX).",
         (_i(JAX, 22346), _p("AMReX-Codes/pyamrex", 454)),
         "dlbridge tags pinned memory kDLCUDAHost and lets host consumers read it without a copy.",
         (
@@ -436,9 +495,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C34",
         "CUDA managed allocation",
-        "Managed memory was tagged kDLCUDAHost, or refused by CPU consumers (PyTorch, cuda-python).",
+        "Managed memory was tagged kDLCUDAHost, or refused by CPU consumers (PyTorch, "
+        "cuda-python).",
         (_i(TORCH, 96318), _p("NVIDIA/cuda-python", 1863)),
-        "dlbridge tags managed memory kDLCUDAManaged (not kDLCUDAHost) and treats it as host-accessible, so CPU consumers can read it.",
+        "dlbridge tags managed memory kDLCUDAManaged (not kDLCUDAHost) and treats it as "
+        "host-accessible, so CPU consumers can read it.",
         ("crates/dlbridge/src/cuda/memory.rs::devices_of_memory_kinds",),
         "needs CUDA (managed memory)",
     ),
@@ -456,7 +517,7 @@ ENTRIES: tuple[Entry, ...] = (
         "`from_dlpack(device_array)` into a CPU-only target, no `device=`",
         "CPU consumers failed with unhelpful errors on device data (DLPack, NumPy).",
         (_i(DLPACK, 132), _i(NUMPY, 30937)),
-        "dlbridge raises BufferError with the hint `device=\"cpu\"`.",
+        'dlbridge raises BufferError with the hint `device="cpu"`.',
         (
             "tests/test_convert.py::test_c36_device_data_into_cpu_target_needs_device",
             "tests/test_devices.py::test_oneapi_without_device_keeps_the_device_and_names_the_fix",
@@ -464,10 +525,12 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     Entry(
         "C37",
-        "`from_dlpack(device_array, device=\"cpu\")`",
-        "The device-to-host copy was missing, not reported, or not finished when the call returned (array API standard, DLPack).",
+        '`from_dlpack(device_array, device="cpu")`',
+        "The device-to-host copy was missing, not reported, or not finished when the call returned "
+        "(array API standard, DLPack).",
         (_p(ARRAY_API, 741), _i(DLPACK, 152)),
-        "dlbridge asks the producer for a host copy, reports `is_copied` and returns data that is ready.",
+        "dlbridge asks the producer for a host copy, reports `is_copied` "
+        "and returns data that is ready.",
         (
             "tests/test_convert.py::test_c37_device_to_host",
             "tests/test_devices.py::test_oneapi_to_host_is_a_producer_copy",
@@ -475,10 +538,11 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     Entry(
         "C38",
-        "`from_dlpack(numpy_array, device=\"cuda\")`",
+        '`from_dlpack(numpy_array, device="cuda")`',
         "Consumers asked the host producer for a CUDA capsule, which it cannot make (PyTorch).",
         (_p(TORCH, 169572),),
-        "The consumer side performs the host-to-device copy; the producer is only asked for host memory.",
+        "The consumer side performs the host-to-device copy; the "
+        "producer is only asked for host memory.",
         ("tests/test_convert.py::test_c38_host_to_device_by_the_consumer",),
     ),
     Entry(
@@ -495,9 +559,11 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C40",
         "`from_dlpack(x, copy=False)` where the target needs realigned data",
-        "JAX needs 64-byte aligned buffers: with `copy=False` it refused with ValueError instead of BufferError, and its realigning copies logged a line on every import.",
+        "JAX needs 64-byte aligned buffers: with `copy=False` it refused with ValueError instead "
+        "of BufferError, and its realigning copies logged a line on every import.",
         (_i(JAX, 29810), _i(JAX, 30228)),
-        "dlbridge raises BufferError with `copy=False`; with `copy=None` it copies once, without logging.",
+        "dlbridge raises BufferError with `copy=False`; with "
+        "`copy=None` it copies once, without logging.",
         (
             "tests/test_convert.py::test_c40_item_misaligned_is_realigned",
             "tests/test_convert.py::test_c40_jax_alignment",
@@ -505,10 +571,12 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     Entry(
         "C41",
-        "producer queues a long matmul then `+= 2` on its own stream; the import on another stream reads at once",
+        "producer queues a long matmul then `+= 2` on its own stream; the "
+        "import on another stream reads at once",
         "Consumers read before the producer's work finished (Triton server, Dr.Jit).",
         (_p("triton-inference-server/server", 5550), _i("mitsuba-renderer/drjit", 198)),
-        "dlbridge orders the consumer's stream after the producer's with an event, without a device-wide synchronisation.",
+        "dlbridge orders the consumer's stream after the producer's with an event, without a "
+        "device-wide synchronisation.",
         ("crates/dlbridge/src/cuda/transfer.rs::consumer_streams_wait_for_pending_copies",),
         "needs CUDA streams",
     ),
@@ -517,7 +585,8 @@ ENTRIES: tuple[Entry, ...] = (
         "`__dlpack__(stream=0)` on CUDA",
         "0 is ambiguous on CUDA and was accepted silently (CuPy, PyTorch).",
         (_p(CUPY, 5970), _p(TORCH, 150217)),
-        "dlbridge rejects stream 0, takes 1 as the legacy default stream and 2 as the per-thread default stream.",
+        "dlbridge rejects stream 0, takes 1 as the legacy default stream and 2 as the per-thread "
+        "default stream.",
         (
             "crates/dlbridge/src/cuda/stream.rs::cuda_stream_rules",
             "tests/test_devices.py::test_cuda_array_interface_stream_zero_is_malformed",
@@ -528,7 +597,7 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C43",
         "`__dlpack__(stream=-1)`",
-        "-1 means \"no synchronisation\", but producers recorded events or synchronised anyway.",
+        '-1 means "no synchronisation", but producers recorded events or synchronised anyway.',
         (_i(ARRAY_API, 974),),
         "dlbridge records no event and does not synchronise.",
         (
@@ -551,15 +620,22 @@ ENTRIES: tuple[Entry, ...] = (
         "export of a tensor on cuda:1 while the current device is cuda:0",
         "Exports switched the current device and did not restore it (PyTorch, iree-turbine).",
         (_i(TORCH, 169567), _p("iree-org/iree-turbine", 1230)),
-        "dlbridge pushes the primary context of the tensor's own device around each driver call and pops it afterwards, so the current device is left as it was.",
+        "dlbridge pushes the primary context of the tensor's own device around each driver call "
+        "and pops it afterwards, so the current device is left as it was.",
         ("crates/dlbridge/src/cuda/transfer.rs::transfer_streams_follow_the_cuda_side",),
         "needs two CUDA devices",
     ),
     Entry(
         "C46",
-        "`from_dlpack` given an array object, a legacy capsule, a versioned capsule, a `memoryview`, a CUDA array interface object, a Python list",
-        "Consumers raised AssertionError or crashed on inputs they did not expect (JAX, ONNX Runtime, scikit-learn).",
-        (_i(JAX, 15686), _i("microsoft/onnxruntime", 24095), _i("scikit-learn/scikit-learn", 34046)),
+        "`from_dlpack` given an array object, a legacy capsule, a versioned capsule, a "
+        "`memoryview`, a CUDA array interface object, a Python list",
+        "Consumers raised AssertionError or crashed on inputs they did not expect (JAX, ONNX "
+        "Runtime, scikit-learn).",
+        (
+            _i(JAX, 15686),
+            _i("microsoft/onnxruntime", 24095),
+            _i("scikit-learn/scikit-learn", 34046),
+        ),
         "dlbridge imports the first five; a list raises a TypeError that names what it accepts.",
         (
             "tests/test_import.py::test_c46_array_object",
@@ -574,7 +650,8 @@ ENTRIES: tuple[Entry, ...] = (
         "Arrow: import an ArrowSchema whose release callback frees its memory and nulls `release`",
         "Arrow C++ read schema fields after releasing them.",
         (_i(ARROW, 47296),),
-        "dlbridge moves the struct out of its capsule (the source is marked released without a call), calls `release` exactly once and reads nothing of the schema after that call.",
+        "dlbridge moves the struct out of its capsule (the source is marked released without a "
+        "call), calls `release` exactly once and reads nothing of the schema after that call.",
         ("tests/interop/test_arrow.py::test_capsules_are_single_use_and_unconsumed_ones_release",),
     ),
     Entry(
@@ -582,7 +659,8 @@ ENTRIES: tuple[Entry, ...] = (
         "Arrow: stream import that fails on an unsupported format",
         "The error path touched private data the stream had already released (ADBC).",
         ("https://github.com/apache/arrow-adbc/issues/4363",),
-        "dlbridge releases the stream once on every error path and keeps nothing that points into it.",
+        "dlbridge releases the stream once on every error path and keeps "
+        "nothing that points into it.",
         (
             "tests/interop/test_arrow.py::test_stream_failing_on_an_unsupported_format_releases_cleanly",
             "crates/dlbridge/tests/lifetimes.rs::arrow_streams_release_everything_once_on_every_path",
@@ -593,7 +671,8 @@ ENTRIES: tuple[Entry, ...] = (
         "Arrow: an output ArrowSchema allocated, then dropped before it is filled",
         "Dropping an unfilled struct called through a garbage `release` pointer (Arrow).",
         (_i(ARROW, 43996),),
-        "dlbridge zeroes output structs before use, so an unfilled one has a NULL `release` and is skipped.",
+        "dlbridge zeroes output structs before use, so an unfilled one "
+        "has a NULL `release` and is skipped.",
         (
             "crates/dlbridge/src/arrow/c_struct_tests.rs::device_stream_yields_device_arrays_then_released_ones",
             "crates/dlbridge/tests/lifetimes.rs::arrow_streams_release_everything_once_on_every_path",
@@ -602,7 +681,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C50",
         "Arrow: unknown extension type round trip (also inside list and map children)",
-        "Readers dropped the extension name and field metadata of types they did not know (arrow-rs, Arrow).",
+        "Readers dropped the extension name and field metadata of types they did not know "
+        "(arrow-rs, Arrow).",
         ("https://github.com/apache/arrow-rs/issues/4472", _i(ARROW, 44714)),
         "dlbridge reads an unknown extension as its storage type and keeps all field metadata.",
         (
@@ -613,17 +693,24 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C51",
         "Arrow: string_view column exported with `requested_schema=utf8`",
-        "Producers ignored the requested schema, and consumers without view types failed (VegaFusion, DuckDB).",
+        "Producers ignored the requested schema, and consumers without view types failed "
+        "(VegaFusion, DuckDB).",
         (_p("vega/vegafusion", 501), _i("duckdb/duckdb", 13424)),
-        "dlbridge's Arrow exports honour `requested_schema` where the request describes the same data (bit-packed booleans, an integer view, fixed-size-list storage) and otherwise answer with their default schema for the caller to cast. dlbridge holds no string columns, so string_view data never reaches it.",
+        "dlbridge's Arrow exports honour `requested_schema` where the request describes the same "
+        "data (bit-packed booleans, an integer view, fixed-size-list storage) and otherwise answer "
+        "with their default schema for the caller to cast. dlbridge holds no string columns, so "
+        "string_view data never reaches it.",
         ("tests/interop/test_arrow.py::test_requested_schema_bit_packed_bool_and_storage",),
     ),
     Entry(
         "C52",
         "Arrow: primitive array with nulls into DLPack",
-        "DLPack has no validity bitmap: nulls were dropped silently and the garbage behind them read as values (Arrow).",
+        "DLPack has no validity bitmap: nulls were dropped silently and the garbage behind them "
+        "read as values (Arrow).",
         (_i(ARROW, 7540),),
-        "dlbridge raises BufferError naming the fixes (fill the nulls first, e.g. `pyarrow.compute.fill_null`, or convert with `zero_copy_only=False`); it never drops the validity bitmap silently.",
+        "dlbridge raises BufferError naming the fixes (fill the nulls first, e.g. "
+        "`pyarrow.compute.fill_null`, or convert with `zero_copy_only=False`); it never drops the "
+        "validity bitmap silently.",
         (
             "tests/interop/test_arrow.py::test_nulls_raise_buffer_error_naming_the_fix",
             "tests/interop/test_pyarrow.py::test_pyarrow_nulls_refused",
@@ -635,7 +722,8 @@ ENTRIES: tuple[Entry, ...] = (
         "Arrow device array on CUDA",
         "Device memory was handed out through the host-only `__arrow_c_array__` (nanoarrow, cuDF).",
         (_p("apache/arrow-nanoarrow", 409), _p("rapidsai/cudf", 16058)),
-        "dlbridge refuses CUDA data on `__arrow_c_array__`; `__arrow_c_device_array__` works and its `sync_event` points to a `cudaEvent_t` that is waited on.",
+        "dlbridge refuses CUDA data on `__arrow_c_array__`; `__arrow_c_device_array__` works and "
+        "its `sync_event` points to a `cudaEvent_t` that is waited on.",
         ("tests/interop/test_arrow.py::test_cuda_device_array_with_sync_event_round_trip",),
         "needs CUDA",
     ),
@@ -644,37 +732,53 @@ ENTRIES: tuple[Entry, ...] = (
         "device memory wrapped as an Arrow buffer",
         "Printing or reading such a buffer on the host segfaulted (cuDF).",
         (_i("rapidsai/cudf", 14959),),
-        "dlbridge tags the buffer CUDA; host access raises BufferError and printing never reads device memory.",
-        ("tests/interop/test_arrow.py::test_cuda_tagged_memory_is_a_cuda_tensor_without_host_access",),
+        "dlbridge tags the buffer CUDA; host access raises BufferError "
+        "and printing never reads device memory.",
+        (
+            "tests/interop/test_arrow.py::test_cuda_tagged_memory_is_a_cuda_tensor_without_host_access",
+        ),
         "needs CUDA",
     ),
     Entry(
         "C55",
-        "CUDA IPC export of a view inside a caching-allocator block, imported in a fresh child process",
-        "The handle named the block, not the view, or the import failed before any other CUDA call in the child (TensorRT, PyTorch).",
+        "CUDA IPC export of a view inside a caching-allocator block, "
+        "imported in a fresh child process",
+        "The handle named the block, not the view, or the import failed before any other CUDA call "
+        "in the child (TensorRT, PyTorch).",
         (_i("NVIDIA/TensorRT", 1683), _i(TORCH, 36594)),
-        "dlbridge.to_shared of a CUDA tensor asks the driver for the base and size of the allocation that holds the view "
-        "(cuMemGetAddressRange), exports a handle to that allocation (cuIpcGetMemHandle) and sends the view's offset beside it; "
-        "the receiving process opens the handle on the same device (cuIpcOpenMemHandle, which makes the primary context current "
-        "first, so it works as the child's first CUDA call), checks the view against the allocation size the driver reports, "
-        "and closes the handle once when the last tensor using it is gone. Without a driver every step is a BufferError.",
+        "dlbridge.to_shared of a CUDA tensor asks the driver for the base and size of the "
+        "allocation that holds the view "
+        "(cuMemGetAddressRange), exports a handle to that allocation (cuIpcGetMemHandle) and sends "
+        "the view's offset beside it; "
+        "the receiving process opens the handle on the same device (cuIpcOpenMemHandle, which "
+        "makes the primary context current "
+        "first, so it works as the child's first CUDA call), checks the view against the "
+        "allocation size the driver reports, "
+        "and closes the handle once when the last tensor using it is gone. Without a driver every "
+        "step is a BufferError.",
         (
             "tests/test_shared.py::test_to_shared_of_a_cuda_tensor_without_a_driver_is_refused",
             "tests/test_shared.py::test_cuda_ipc_handle_without_a_driver_is_refused_naming_the_device",
             "tests/test_shared.py::test_cuda_ipc_handle_of_the_wrong_size_is_refused",
             "crates/dlbridge/src/cuda/ipc.rs::opening_needs_a_cuda_device_and_a_driver",
         ),
-        "needs a CUDA GPU and two processes; on a CPU machine only the refusals without a driver are exercised",
+        "needs a CUDA GPU and two processes; on a CPU machine only the "
+        "refusals without a driver are exercised",
     ),
     Entry(
         "C56",
         "pickle protocol 5 of a contiguous CPU array across processes",
-        "Arrays were copied into the pickle instead of travelling out of band, and received arrays were writable (Ray).",
+        "Arrays were copied into the pickle instead of travelling out of band, and received arrays "
+        "were writable (Ray).",
         (_p("ray-project/ray", 57639), _i("ray-project/ray", 12317)),
-        "A dlbridge Tensor pickled with protocol 5 and a buffer_callback sends its host data as one out-of-band PickleBuffer; "
-        "the loaded Tensor views the buffer it is given without a copy and is read-only when that buffer is read-only (as the "
-        "buffers of Ray's object store are) or the source was. Older protocols carry the bytes in band. The reconstructor "
-        "validates the description against the bytes, so a tampered pickle gives an error, never a view outside the buffer.",
+        "A dlbridge Tensor pickled with protocol 5 and a buffer_callback sends its host data as "
+        "one out-of-band PickleBuffer; "
+        "the loaded Tensor views the buffer it is given without a copy and is read-only when that "
+        "buffer is read-only (as the "
+        "buffers of Ray's object store are) or the source was. Older protocols carry the bytes in "
+        "band. The reconstructor "
+        "validates the description against the bytes, so a tampered pickle gives an error, never a "
+        "view outside the buffer.",
         (
             "tests/test_pickle.py::test_protocol5_sends_data_out_of_band_and_loads_zero_copy",
             "tests/test_pickle.py::test_load_views_whatever_buffer_it_is_given",
@@ -685,12 +789,17 @@ ENTRIES: tuple[Entry, ...] = (
     ),
     Entry(
         "C57",
-        "zero-size tensor, e.g. `(1, 8, 0, 128)` or a `(0, 3)` view with steps, into a consumer that needs contiguous input",
-        "Consumers compared the strides of an empty tensor with the C strides and refused it as non-contiguous, although "
-        "a tensor with no element has no layout (ONNX Runtime's `from_dlpack`, Triton's Python backend). Producers export "
-        "all kinds of strides for such tensors: NumPy (0, 0), torch the strides of the view, Paddle its shape.",
+        "zero-size tensor, e.g. `(1, 8, 0, 128)` or a `(0, 3)` view with steps, into a consumer "
+        "that needs contiguous input",
+        "Consumers compared the strides of an empty tensor with the C strides and refused it as "
+        "non-contiguous, although "
+        "a tensor with no element has no layout (ONNX Runtime's `from_dlpack`, Triton's Python "
+        "backend). Producers export "
+        "all kinds of strides for such tensors: NumPy (0, 0), torch the strides of the view, "
+        "Paddle its shape.",
         (_i("microsoft/onnxruntime", 27450), _p("triton-inference-server/python_backend", 444)),
-        "dlbridge calls every zero-size tensor C- and F-contiguous whatever its strides, and exports it with the C "
+        "dlbridge calls every zero-size tensor C- and F-contiguous whatever its strides, and "
+        "exports it with the C "
         "strides, so that a consumer with the strict check takes it too.",
         (
             "tests/test_export.py::test_zero_size_is_contiguous_whatever_its_strides",
@@ -700,22 +809,30 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "C58",
         "a versioned capsule handed to a consumer that knows only legacy ones",
-        "A consumer that calls `__dlpack__()` without `max_version` knows only the legacy struct; CuTe DSL was handed a "
-        "versioned capsule and misread the `DLManagedTensorVersioned` as a `DLManagedTensor`, crashing later.",
+        "A consumer that calls `__dlpack__()` without `max_version` knows only the legacy struct; "
+        "CuTe DSL was handed a "
+        "versioned capsule and misread the `DLManagedTensorVersioned` as a `DLManagedTensor`, "
+        "crashing later.",
         (_i("NVIDIA/cutlass", 3359),),
-        "dlbridge's `__dlpack__()` without `max_version` (or with one below 1.0) returns a legacy `dltensor` capsule; "
-        "only `max_version=(1, n)` gets the versioned one. Its own import reads both by the capsule's name.",
+        "dlbridge's `__dlpack__()` without `max_version` (or with one below 1.0) returns a legacy "
+        "`dltensor` capsule; "
+        "only `max_version=(1, n)` gets the versioned one. Its own import reads both by the "
+        "capsule's name.",
         ("tests/test_export.py::test_an_unasked_export_is_a_legacy_capsule_for_old_consumers",),
     ),
     Entry(
         "C59",
         "`(1024, 1)` column-major or `(1, 128)` row-major tensor exported",
-        "PyTorch rewrote the stride of every size-1 dimension to 1 on export, so `(1024, 1)` with strides (1, 1024) "
-        "left as (1, 1): consumers that tell row- from column-major by the strides (GPU tensor-memory descriptors) lost "
-        "the layout. PyTorch and Paddle took the normalisation back out; NumPy still exports (1, 1) for a Fortran "
+        "PyTorch rewrote the stride of every size-1 dimension to 1 on export, so `(1024, 1)` with "
+        "strides (1, 1024) "
+        "left as (1, 1): consumers that tell row- from column-major by the strides (GPU "
+        "tensor-memory descriptors) lost "
+        "the layout. PyTorch and Paddle took the normalisation back out; NumPy still exports (1, "
+        "1) for a Fortran "
         "`(1024, 1)` array.",
         (_p(TORCH, 163282), _i(TORCH, 163274), _p(PADDLE, 77052)),
-        "dlbridge exports strides as the tensor has them, size-1 dimensions included, and calls such a tensor C- and "
+        "dlbridge exports strides as the tensor has them, size-1 dimensions included, and calls "
+        "such a tensor C- and "
         "F-contiguous (the stride of a size-1 dimension never moves an address).",
         ("tests/test_export.py::test_size1_dims_keep_their_strides_on_export",),
     ),
@@ -764,10 +881,12 @@ def markdown() -> str:
         "<!-- Generated by `python -m dlbridge check --catalog > docs/cases.md`; edit "
         "python/dlbridge/check/catalog.py instead. -->",
         "",
-        "Every exchange that broke in a real library and that dlbridge is built and tested against, "
+        "Every exchange that broke in a real library and that "
+        "dlbridge is built and tested against, "
         "with the public reports it comes from, what dlbridge does about it, the tests that cover "
         "it and the cases of the checker (`python -m dlbridge check`) that exercise it. The "
-        "checker's reports link to these entries by their ids (C1 to C59); its own cases are listed "
+        "checker's reports link to these entries by their ids (C1 to C59); its own cases are "
+        "listed "
         "[by feature](#checker-cases) at the end.",
         "",
         "## Real-world cases",
@@ -782,7 +901,9 @@ def markdown() -> str:
             out.append("- **Tests:** " + ", ".join(f"`{t}`" for t in e.tests))
         cases = checker_cases(e.id)
         if cases:
-            out.append("- **Checker cases:** " + ", ".join(f"[`{c}`](#{case_anchor(c)})" for c in cases))
+            out.append(
+                "- **Checker cases:** " + ", ".join(f"[`{c}`](#{case_anchor(c)})" for c in cases)
+            )
         if e.needs:
             out.append(f"- **Not on a CPU-only machine:** {e.needs}")
         elif not cases and why_not_here(e.id):
@@ -796,7 +917,10 @@ def markdown() -> str:
                 continue
             refs = ", ".join(f"[{r}](#{r})" for r in c.refs)
             only = f" Only from {', '.join(c.producers)}." if c.producers else ""
-            out.append(f'- <a id="{case_anchor(c.id)}"></a>`{c.id}`: {c.title}.{only}' + (f" Catalog: {refs}." if refs else ""))
+            out.append(
+                f'- <a id="{case_anchor(c.id)}"></a>`{c.id}`: {c.title}.{only}'
+                + (f" Catalog: {refs}." if refs else "")
+            )
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
@@ -819,16 +943,27 @@ def html_section(ids: list[str] | None = None) -> str:
     for e in chosen:
         out.append(f'<div class=cat id="{e.id}"><h3>{e.id}: {_code(e.input)}</h3><ul>')
         out.append(f"<li><b>What goes wrong:</b> {_code(e.problem)}</li>")
-        out.append("<li><b>Reports:</b> " + ", ".join(
-            f'<a href="{html.escape(u, quote=True)}">{html.escape(report_label(u))}</a>' for u in e.reports) + "</li>")
+        out.append(
+            "<li><b>Reports:</b> "
+            + ", ".join(
+                f'<a href="{html.escape(u, quote=True)}">{html.escape(report_label(u))}</a>'
+                for u in e.reports
+            )
+            + "</li>"
+        )
         out.append(f"<li><b>What dlbridge does:</b> {_code(e.dlbridge)}</li>")
         cases = checker_cases(e.id)
         if cases:
-            out.append("<li><b>Checker cases:</b> " + ", ".join(case_link(c) for c in cases) + "</li>")
+            out.append(
+                "<li><b>Checker cases:</b> " + ", ".join(case_link(c) for c in cases) + "</li>"
+            )
         if e.needs:
             out.append(f"<li><b>Not on a CPU-only machine:</b> {_code(e.needs)}</li>")
         out.append("</ul></div>")
-    out.append("<h3>Checker cases</h3><table><tr><th>case</th><th>feature</th><th>what</th><th>catalog</th></tr>")
+    out.append(
+        "<h3>Checker "
+        "cases</h3><table><tr><th>case</th><th>feature</th><th>what</th><th>catalog</th></tr>"
+    )
     for c in CASES:
         refs = " ".join(entry_link(r) for r in c.refs)
         out.append(f'<tr id="{case_anchor(c.id)}"><td><code>{html.escape(c.id)}</code></td>'
@@ -841,7 +976,8 @@ def entry_link(cid: str) -> str:
     """An HTML link to a catalog entry inside the checker's report."""
     if cid not in BY_C:
         return html.escape(cid)
-    return f'<a href="#{cid}" title="{html.escape(_short_title(BY_C[cid]), quote=True)}">{html.escape(cid)}</a>'
+    title = html.escape(_short_title(BY_C[cid]), quote=True)
+    return f'<a href="#{cid}" title="{title}">{html.escape(cid)}</a>'
 
 
 def case_link(case_id: str) -> str:

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from .._layout import negative_strides
 from . import refcapsule as rc
 
 
@@ -62,7 +63,9 @@ class Recipe:
 ALIGN = 64  # source buffers start on a 64-byte boundary: results do not depend on the allocator
 
 
-def aligned_empty(shape: tuple[int, ...], dt: np.dtype, order: str = "C", shift: int = 0) -> np.ndarray:
+def aligned_empty(
+    shape: tuple[int, ...], dt: np.dtype, order: str = "C", shift: int = 0
+) -> np.ndarray:
     """An uninitialised array whose first byte is ``shift`` bytes past a 64-byte boundary."""
     n = math.prod(shape) * dt.itemsize
     raw = np.empty(n + ALIGN + shift, dtype=np.uint8)
@@ -121,10 +124,6 @@ def reference(recipe: Recipe) -> np.ndarray:
         x = x.view()
         x.flags.writeable = False
     return x
-
-
-def has_negative_strides(x: np.ndarray) -> bool:
-    return any(s < 0 for n, s in zip(x.shape, x.strides) if n > 1)
 
 
 # ----------------------------------------------------------------------------- observations
@@ -308,7 +307,13 @@ def _observe_mlx(y: Any) -> Observed:
     if y.dtype == mx.bfloat16:  # MLX 0.32 cannot export bfloat16 through DLPack
         import ml_dtypes
 
-        obs = Observed(kind="mlx.core.array", dtype="bfloat16", shape=tuple(y.shape), writable=True, device=(1, 0))
+        obs = Observed(
+            kind="mlx.core.array",
+            dtype="bfloat16",
+            shape=tuple(y.shape),
+            writable=True,
+            device=(1, 0),
+        )
         obs.values = np.array(y.astype(mx.float32)).astype(ml_dtypes.bfloat16)
         return obs
     # MLX arrays export writable buffers (np.asarray(x) writes into them): writable
@@ -516,7 +521,8 @@ class Library:
         return self.from_dlpack(obj, **kw)
 
     def reduce(self, y: Any) -> complex:
-        """Sum with the library that owns the result (a consumer may return another library's array)."""
+        """Sum with the library that owns the result (a consumer may return another library's
+        array)."""
         if isinstance(y, np.ndarray):
             return complex(np.sum(y))
         return self.native_reduce(y)
@@ -568,7 +574,7 @@ class TorchLib(Library):
         dt = _torch_dtype(torch, recipe.dtype)
         if recipe.readonly:
             raise Unsupported("torch tensors cannot be read-only")
-        if has_negative_strides(ref):
+        if negative_strides(ref.shape, ref.strides):
             raise Unsupported("torch tensors cannot have negative strides")
         if any(op[0] == "misalign" for op in recipe.ops):
             raise Unsupported("not expressible with torch")
@@ -576,7 +582,9 @@ class TorchLib(Library):
             t = torch.from_numpy(ref)  # shares the shifted buffer
             return t
         base = det_values(recipe.dtype, recipe.shape, recipe.order)
-        if recipe.dtype == "bfloat16" or recipe.dtype.startswith("float8"):  # ml_dtypes: via float32, exact here
+        if recipe.dtype == "bfloat16" or recipe.dtype.startswith(
+            "float8"
+        ):  # ml_dtypes: via float32, exact here
             t = torch.from_numpy(base.astype(np.float32)).to(dt)
         else:
             t = torch.from_numpy(base)
@@ -625,7 +633,10 @@ class JaxLib(Library):
         import jax.numpy as jnp
 
         if not recipe.plain:
-            raise Unsupported("JAX arrays have no user-visible layout (always its own C-contiguous, aligned buffer)")
+            raise Unsupported(
+                "JAX arrays have no user-visible layout (always its "
+                "own C-contiguous, aligned buffer)"
+            )
         try:
             dt = jnp.dtype(recipe.dtype)
         except TypeError as e:
@@ -660,20 +671,27 @@ class JaxLib(Library):
 class PyArrowLib(Library):
     name = module = dist = pip = "pyarrow"
     readonly_results = True
-    note = "producer: pyarrow.Array for 1-D data, pyarrow.Tensor otherwise; consumer: pyarrow.Tensor.from_dlpack"
+    note = ("producer: pyarrow.Array for 1-D data, pyarrow.Tensor otherwise; consumer: "
+            "pyarrow.Tensor.from_dlpack")
 
     def make(self, recipe, ref):
         pa = self.load()
         if recipe.dtype in ("bfloat16",) or recipe.dtype.startswith(("float8", "complex")):
             raise Unsupported(f"pyarrow has no {recipe.dtype} type")
-        if has_negative_strides(ref) or any(op[0] in ("misalign", "broadcast", "shift8") for op in recipe.ops):
+        if negative_strides(ref.shape, ref.strides) or any(
+            op[0] in ("misalign", "broadcast", "shift8") for op in recipe.ops
+        ):
             raise Unsupported("pyarrow arrays cannot have negative, zero or unaligned strides")
         if ref.ndim == 1:
             # 1-D: an Arrow array; offsets are slices, steps are not expressible
             base = det_values(recipe.dtype, recipe.shape)
             arr = pa.array(base)
             for op in recipe.ops:
-                sl = op[1][0] if op[0] == "ix" and isinstance(op[1], tuple) else (op[1] if op[0] == "ix" else None)
+                sl = (
+                    op[1][0]
+                    if op[0] == "ix" and isinstance(op[1], tuple)
+                    else (op[1] if op[0] == "ix" else None)
+                )
                 if not isinstance(sl, slice):
                     raise Unsupported(f"not expressible as an Arrow array: {op}")
                 start, stop, step = sl.indices(len(base))
@@ -819,7 +837,9 @@ class TensorFlowLib(Library):
     def make(self, recipe, ref):
         tf = self.load()
         if not recipe.plain:
-            raise Unsupported("TensorFlow tensors have no user-visible layout (always C-contiguous)")
+            raise Unsupported(
+                "TensorFlow tensors have no user-visible layout (always C-contiguous)"
+            )
         try:
             dt = tf.as_dtype(ref.dtype)
         except TypeError as e:
@@ -921,8 +941,13 @@ def _ops_view(x: Any, recipe: Recipe, *, transpose, index, broadcast=None) -> An
 
 
 def _steps(recipe: Recipe) -> list[int]:
-    return [s.step for op in recipe.ops if op[0] == "ix" for s in (op[1] if isinstance(op[1], tuple) else (op[1],))
-            if isinstance(s, slice) and s.step is not None]
+    return [
+        s.step
+        for op in recipe.ops
+        if op[0] == "ix"
+        for s in (op[1] if isinstance(op[1], tuple) else (op[1],))
+        if isinstance(s, slice) and s.step is not None
+    ]
 
 
 class PaddleLib(Library):
@@ -959,10 +984,12 @@ class PaddleLib(Library):
             raise Unsupported(f"paddle has no dtype {recipe.dtype}")
         if recipe.readonly:
             raise Unsupported("paddle tensors cannot be read-only")
-        if has_negative_strides(ref) or any(s < 0 for s in _steps(recipe)):
+        if negative_strides(ref.shape, ref.strides) or any(s < 0 for s in _steps(recipe)):
             raise Unsupported("paddle tensors cannot have negative strides (paddle.flip copies)")
         if any(op[0] in ("misalign", "broadcast") for op in recipe.ops):
-            raise Unsupported("not expressible with paddle (expand copies; it allocates aligned memory)")
+            raise Unsupported(
+                "not expressible with paddle (expand copies; it allocates aligned memory)"
+            )
         if any(op[0] == "shift8" for op in recipe.ops):
             return paddle.from_dlpack(ref)  # shares the shifted NumPy buffer
         base = det_values(recipe.dtype, recipe.shape, recipe.order)
@@ -999,9 +1026,11 @@ class MlxLib(Library):
     module = "mlx.core"
     dist = "mlx"
     pip = "mlx[cpu]"
-    note = ("mlx.core.array on the CPU: exports legacy capsules only (writable memory, imported "
-            "read-only by dlbridge's rule); consumer: mx.from_dlpack(x, copy=), which always copies "
-            "CPU data and has no device=")
+    note = (
+        "mlx.core.array on the CPU: exports legacy capsules only (writable memory, imported "
+        "read-only by dlbridge's rule); consumer: mx.from_dlpack(x, copy=), which always copies "
+        "CPU data and has no device="
+    )
 
     def _dt(self, name):
         mx = self.load()
@@ -1077,7 +1106,11 @@ class WarpLib(Library):
         if ref.ndim == 0:
             raise Unsupported("warp has no 0-d arrays (wp.array of a 0-d array has shape (1,))")
         if recipe.plain:
-            return wp.array(np.array(ref, copy=True, order="C"), dtype=wp.dtype_from_numpy(ref.dtype), device="cpu")
+            return wp.array(
+                np.array(ref, copy=True, order="C"),
+                dtype=wp.dtype_from_numpy(ref.dtype),
+                device="cpu",
+            )
         # a Warp view of the reference's memory (Warp keeps any strides, negative and zero ones too)
         x = wp.from_dlpack(ref)
         want = tuple(ref.strides)
@@ -1130,16 +1163,23 @@ class CupyLib(Library):
                     "cupy.arange(2).sum()\n"
                     "print(n)\n")
             try:
-                proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+                proc = subprocess.run(
+                    [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+                )
             except subprocess.TimeoutExpired:
                 CupyLib._probe = (False, "importing cupy and counting CUDA devices took over 120 s")
             else:
                 if proc.returncode == 0:
                     CupyLib._probe = (True, "")
                 else:
-                    lines = [x.strip() for x in (proc.stderr or "").strip().splitlines() if x.strip()]
+                    lines = [
+                        x.strip() for x in (proc.stderr or "").strip().splitlines() if x.strip()
+                    ]
                     last = lines[-1] if lines else f"exit status {proc.returncode}"
-                    CupyLib._probe = (False, f"installed, but not usable here (no CUDA device?): {last[:200]}")
+                    CupyLib._probe = (
+                        False,
+                        f"installed, but not usable here (no CUDA device?): {last[:200]}",
+                    )
         return CupyLib._probe
 
     def setup(self):
@@ -1216,10 +1256,15 @@ class PandasLib(Library):
         if device is not None or copy is not None:
             raise Unsupported("pandas.Series.from_arrow has no device= / copy=")
         if not any(hasattr(obj, m) for m in ("__arrow_c_array__", "__arrow_c_stream__")):
-            raise Unsupported(f"pandas takes Arrow PyCapsule objects only, not a {type(obj).__name__}")
+            raise Unsupported(
+                f"pandas takes Arrow PyCapsule objects only, not a {type(obj).__name__}"
+            )
         shape = getattr(obj, "shape", None)
         if shape is not None and len(shape) != 1:
-            raise Unsupported("pandas.Series.from_arrow makes 1-D Series (an N-d tensor would be a Series of lists)")
+            raise Unsupported(
+                "pandas.Series.from_arrow makes 1-D Series (an N-d "
+                "tensor would be a Series of lists)"
+            )
         return self.load().Series.from_arrow(obj)
 
     def native_reduce(self, y):
@@ -1233,7 +1278,8 @@ class PythonLib(Library):
     module = "sys"
     builtin = True
     consumer = False
-    note = "memoryview (buffer protocol, no DLPack): what dlbridge imports that DLPack consumers cannot"
+    note = ("memoryview (buffer protocol, no DLPack): what dlbridge imports that DLPack "
+            "consumers cannot")
 
     def version(self):
         return sys.version.split()[0]
@@ -1260,7 +1306,7 @@ class RefLib(Library):
     note = "reference DLPack producer/consumer in ctypes: checks every field of a capsule"
 
     def version(self):
-        return "DLPack %d.%d" % rc.REF_VERSION
+        return "DLPack {}.{}".format(*rc.REF_VERSION)
 
     def make(self, recipe, ref):
         return rc.RefArray(ref, readonly=recipe.readonly)
@@ -1294,7 +1340,8 @@ def ref_consume(obj: Any, **kw: Any) -> RefResult:
     problems = []
     if info.versioned and info.version is not None and info.version > rc.REF_VERSION:
         problems.append(
-            f"capsule version {info.version} is newer than the max_version {rc.REF_VERSION} asked for"
+            f"capsule version {info.version} is newer than the "
+            f"max_version {rc.REF_VERSION} asked for"
         )
     code = info.code_bits_lanes[0]
     if code in rc.CODES_SINCE_1_1:
@@ -1313,7 +1360,8 @@ def ref_consume(obj: Any, **kw: Any) -> RefResult:
                 got = rc.read_capsule(cap, read_values=False)
                 if got.code_bits_lanes[0] in rc.CODES_SINCE_1_1:
                     problems.append(
-                        f"exported {info.dtype} (a DLPack 1.1 type code) to a consumer that asked for "
+                        f"exported {info.dtype} (a DLPack 1.1 type code) "
+                        f"to a consumer that asked for "
                         f"max_version=(1, 0); expected BufferError"
                     )
             except Exception:  # noqa: BLE001
@@ -1398,8 +1446,19 @@ def discover(selected: list[str] | None = None) -> list[Discovered]:
                 ver = lib.version()
             except Exception:  # noqa: BLE001
                 ver = "?"
-        out.append(Discovered(lib.name, inst, ver, lib.producer, lib.consumer, lib.builtin, lib.note, lib.slow_import,
-                              reason))
+        out.append(
+            Discovered(
+                lib.name,
+                inst,
+                ver,
+                lib.producer,
+                lib.consumer,
+                lib.builtin,
+                lib.note,
+                lib.slow_import,
+                reason,
+            )
+        )
     return out
 
 

@@ -155,12 +155,20 @@ _api = ctypes.pythonapi
 # ``argtypes`` on those process-wide (warp 1.19 sets PyCapsule_New's destructor argument to a
 # CFUNCTYPE on every export), which would break these calls.
 _GetName = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(("PyCapsule_GetName", _api))
-_GetPointer = ctypes.PYFUNCTYPE(c_void_p, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_GetPointer", _api))
-_SetName = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_SetName", _api))
-_CheckExact = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(("PyCapsule_IsValid", _api))
+_GetPointer = ctypes.PYFUNCTYPE(c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _api)
+)
+_SetName = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_SetName", _api)
+)
+_CheckExact = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", _api)
+)
 CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, c_void_p)
 # destructor: NULL (see RefArray.finish)
-_New = ctypes.PYFUNCTYPE(ctypes.py_object, c_void_p, ctypes.c_char_p, c_void_p)(("PyCapsule_New", _api))
+_New = ctypes.PYFUNCTYPE(ctypes.py_object, c_void_p, ctypes.c_char_p, c_void_p)(
+    ("PyCapsule_New", _api)
+)
 # raw-pointer variants for use inside a capsule destructor (the object is being destroyed)
 _RawIsValid = ctypes.PYFUNCTYPE(ctypes.c_int, c_void_p, ctypes.c_char_p)(
     ("PyCapsule_IsValid", _api)
@@ -233,7 +241,8 @@ class CapsuleInfo:
         strides = "NULL" if self.strides is None else self.strides
         return (
             f"{v} capsule{' [' + ','.join(fl) + ']' if fl else ''}, {self.dtype}, "
-            f"shape {self.shape}, strides {strides}, device {DEVICE_NAMES.get(self.device[0], self.device[0])}"
+            f"shape {self.shape}, strides {strides}, device "
+            f"{DEVICE_NAMES.get(self.device[0], self.device[0])}"
         )
 
 
@@ -246,7 +255,9 @@ def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def host_copy(data_ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], dt: np.dtype) -> np.ndarray:
+def host_copy(
+    data_ptr: int, shape: tuple[int, ...], strides: tuple[int, ...], dt: np.dtype
+) -> np.ndarray:
     """C-order copy of the elements at ``data_ptr`` (first element) with element strides."""
     size = math.prod(shape)
     if size == 0:
@@ -367,7 +378,9 @@ def export_capsule(obj: Any, **kw: Any) -> Any:
         return obj.__dlpack__()
 
 
-def read_object(obj: Any, *, max_version: tuple[int, int] | None = REF_VERSION, **kw: Any) -> CapsuleInfo:
+def read_object(
+    obj: Any, *, max_version: tuple[int, int] | None = REF_VERSION, **kw: Any
+) -> CapsuleInfo:
     """The reference consumer: ask ``obj`` for a capsule, read and consume it."""
     if is_capsule(obj):
         return read_capsule(obj)
@@ -395,7 +408,7 @@ def probe(obj: Any) -> CapsuleInfo | None:
 class _Export:
     """Keeps one exported managed tensor (and what it points at) alive."""
 
-    def __init__(self, owner: "RefArray", struct: ctypes.Structure, keep: list) -> None:
+    def __init__(self, owner: RefArray, struct: ctypes.Structure, keep: list) -> None:
         self.owner = owner
         self.struct = struct
         self.keep = keep
@@ -487,20 +500,28 @@ class RefArray:
         strides = (c_int64 * max(ndim, 1))(*(s // itemsize for s in arr.strides))
         if versioned:
             mt = DLManagedTensorVersioned()
-            version = (2, 0) if mode == "major2" else ((1, 2) if mode == "v12_null_strides" else REF_VERSION)
+            version = (
+                (2, 0)
+                if mode == "major2"
+                else ((1, 2) if mode == "v12_null_strides" else REF_VERSION)
+            )
             mt.version.major, mt.version.minor = version
             mt.flags = flags
             t = mt.dl_tensor
         else:
             mt = DLManagedTensor()
             t = mt.dl_tensor
-        t.data = None if (mode == "null_data" or arr.size == 0) else arr.__array_interface__["data"][0]
+        t.data = (
+            None if (mode == "null_data" or arr.size == 0) else arr.__array_interface__["data"][0]
+        )
         t.device.device_type, t.device.device_id = 1, 0
         t.ndim = ndim
         t.dtype.code, t.dtype.bits, t.dtype.lanes = code, bits, 1
         t.shape = ctypes.cast(shape, ctypes.POINTER(c_int64)) if ndim else None
         null_strides = mode in ("legacy_null_strides", "v12_null_strides")
-        t.strides = None if (null_strides or not ndim) else ctypes.cast(strides, ctypes.POINTER(c_int64))
+        t.strides = (
+            None if (null_strides or not ndim) else ctypes.cast(strides, ctypes.POINTER(c_int64))
+        )
         t.byte_offset = 0
         mt.manager_ctx = None
         mt.deleter = _DELETER
@@ -520,7 +541,9 @@ class RefArray:
                     ptr = _GetPointer(cap, name)
                     self.capsule_destructor_deletes += 1
                     _deleter_impl(ptr)
-                    _SetName(cap, NAME_USED_VERSIONED if name == NAME_VERSIONED else NAME_USED_LEGACY)
+                    _SetName(
+                        cap, NAME_USED_VERSIONED if name == NAME_VERSIONED else NAME_USED_LEGACY
+                    )
                     break
 
 

@@ -1,4 +1,5 @@
-"""Outputs of the checker: the terminal summary, the JSON document and a self-contained HTML page."""
+"""Outputs of the checker: the terminal summary, the JSON document and a self-contained HTML
+page."""
 
 from __future__ import annotations
 
@@ -31,18 +32,22 @@ COLORS = {
 
 #: plain-words workaround per kind of finding
 WORKAROUNDS = {
-    "readonly": "pass copy=True when the source is read-only (or import with a consumer that keeps read-only arrays, e.g. NumPy)",
-    "exception": "catch the exception it really raises (not only BufferError), or make a contiguous copy first "
-    "(np.ascontiguousarray / tensor.contiguous()); for data on another device pass device=\"cpu\"",
+    "readonly": "pass copy=True when the source is read-only (or import with a consumer that keeps "
+                "read-only arrays, e.g. NumPy)",
+    "exception": "catch the exception it really raises (not only BufferError), or make a "
+                 "contiguous copy first "
+    '(np.ascontiguousarray / tensor.contiguous()); for data on another device pass device="cpu"',
     "crash": "do not hand this layout to this consumer: make a C-contiguous copy first "
     "(np.ascontiguousarray / tensor.contiguous())",
     "timeout": "avoid this exchange (it hangs); make a C-contiguous host copy first",
     "dtype": "convert to a dtype both sides support before the exchange (e.g. .astype / .to)",
     "values": "make a C-contiguous copy before the exchange; do not trust the imported values",
     "shape": "make a C-contiguous copy before the exchange",
-    "copy": "do not rely on copy= being honoured for this pair; compare data pointers if aliasing matters",
+    "copy": "do not rely on copy= being honoured for this pair; compare "
+            "data pointers if aliasing matters",
     "accepted": "check the input yourself (layout, device, flags) before calling from_dlpack",
-    "spec": "the exported capsule breaks the DLPack spec; import through a consumer that validates it "
+    "spec": "the exported capsule breaks the DLPack spec; import through "
+            "a consumer that validates it "
     "(dlbridge.from_dlpack) or make a copy first",
     "deleter": "memory is leaked or freed twice: avoid this exchange in long-running code",
     "consumed": "never hand the same capsule to from_dlpack twice",
@@ -51,7 +56,8 @@ WORKAROUNDS = {
     "warning": "expect a warning on every import; copy first to avoid it",
     "reduce": "make a C-contiguous copy before reducing",
     "layout": "check is_c_contiguous yourself",
-    "refused": "this is a dlbridge bug: please report it (workaround: import with the consumer directly)",
+    "refused": "this is a dlbridge bug: please report it (workaround: "
+               "import with the consumer directly)",
     "export": "this is a dlbridge bug: please report it",
     "buffer": "use DLPack (from_dlpack) instead of the buffer protocol for this dtype",
     "alignment": "copy misaligned data before the exchange",
@@ -65,11 +71,13 @@ def _workaround(kind: str, rs: list[dict]) -> str:
         if "consumed" in text:
             return WORKAROUNDS["consumed"]
         if "device" in text:
-            return 'pass device="cpu" so that the producer copies to the host, and catch the exception it really raises'
+            return ('pass device="cpu" so that the producer copies to the host, and catch the '
+                    "exception it really raises")
         if "stride" in text:
             return "make a C-contiguous copy first (np.ascontiguousarray / tensor.contiguous())"
         if "dtype" in text or "type code" in text or "type " in text:
-            return "convert to a dtype both sides support first; catch the exception it really raises (not only BufferError)"
+            return ("convert to a dtype both sides support first; catch the exception it really "
+                    "raises (not only BufferError)")
         if "legacy" in text or "read-only" in text or "immutable" in text:
             return "ask for a versioned capsule (max_version=(1, 0)) or pass copy=True"
         return "catch the exception it really raises (not only BufferError)"
@@ -112,7 +120,15 @@ def group_findings(results: list[dict]) -> list[dict]:
         sig = re.sub(r"^\S+ → \S+", "", sig)[:70]
         if kind == "readonly":
             sig = ""
-        groups[(r.get("fault") == "dlbridge", _who(r), kind, r["route"] if r.get("fault") != "dlbridge" else "dlbridge", sig)].append(r)
+        groups[
+            (
+                r.get("fault") == "dlbridge",
+                _who(r),
+                kind,
+                r["route"] if r.get("fault") != "dlbridge" else "dlbridge",
+                sig,
+            )
+        ].append(r)
     out = []
     for (is_dlb, who, kind, route, _sig), rs in groups.items():
         worst = max(rs, key=lambda r: SEVERITY[r["status"]])
@@ -133,10 +149,17 @@ def group_findings(results: list[dict]) -> list[dict]:
         refs = sorted(refs_set, key=lambda s: int(s[1:]))
         work = _workaround(kind, rs)
         if is_dlb:
-            work = "a dlbridge bug: " + ("report it" if not work.startswith("this is") else work[len("this is a dlbridge bug: "):])
+            work = "a dlbridge bug: " + (
+                "report it"
+                if not work.startswith("this is")
+                else work[len("this is a dlbridge bug: ") :]
+            )
         if rescued:
-            work = (f"going through dlbridge works in {rescued} of these {len(rs)} cases: "
-                    "consumer.from_dlpack(dlbridge.from_dlpack(x))" + ("; otherwise " + work if work else ""))
+            work = (
+                f"going through dlbridge works in {rescued} of these {len(rs)} cases: "
+                "consumer.from_dlpack(dlbridge.from_dlpack(x))"
+                + ("; otherwise " + work if work else "")
+            )
         out.append(
             {
                 "dlbridge": is_dlb,
@@ -148,7 +171,8 @@ def group_findings(results: list[dict]) -> list[dict]:
                 "cases": cases,
                 "pairs": pairs,
                 "refs": refs,
-                "example": f"{worst['producer']} → {worst['consumer']}, {worst['case']} ({worst['route']}): {worst['detail']}",
+                "example": f"{worst['producer']} → {worst['consumer']}, {worst['case']} "
+                           f"({worst['route']}): {worst['detail']}",
                 "workaround": work,
             }
         )
@@ -163,7 +187,8 @@ def _reason(detail: str) -> str:
 
 
 def dlbridge_refusals(results: list[dict]) -> list[dict]:
-    """Documented refusals: the dlbridge route says "unsupported" where the direct exchange passes."""
+    """Documented refusals: the dlbridge route says "unsupported" where the direct exchange
+    passes."""
     twins = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in results}
     groups: dict[str, list[dict]] = defaultdict(list)
     for r in results:
@@ -214,7 +239,9 @@ def consumer_versions(results: list[dict]) -> dict[str, str]:
             continue
         m = re.search(r"asked max_version=(\(\d+, \d+\)|None)", r["detail"])
         if m:
-            out[r["consumer"]] = "legacy capsules only" if m.group(1) == "None" else f"max_version={m.group(1)}"
+            out[r["consumer"]] = (
+                "legacy capsules only" if m.group(1) == "None" else f"max_version={m.group(1)}"
+            )
     return out
 
 
@@ -240,8 +267,14 @@ def coverage(results: list[dict], selected: set[str] | None = None) -> dict:
     return {"covered": sorted(covered, key=lambda s: int(s[1:])), "not_covered": not_covered}
 
 
-def summarize(results: list[dict], libraries: dict, duration: float, producers: list[str], consumers: list[str],
-              selected: set[str] | None = None) -> dict:
+def summarize(
+    results: list[dict],
+    libraries: dict,
+    duration: float,
+    producers: list[str],
+    consumers: list[str],
+    selected: set[str] | None = None,
+) -> dict:
     by_route = {route: _counts([r for r in results if r["route"] == route]) for route in ROUTES}
     pairs = []
     bucket: dict[tuple, list] = defaultdict(list)
@@ -256,7 +289,12 @@ def summarize(results: list[dict], libraries: dict, duration: float, producers: 
                         "consumer": c,
                         "direct": _counts(bucket.get((p, c, "direct"), [])),
                         "dlbridge": _counts(bucket.get((p, c, "dlbridge"), [])),
-                        "dlbridge_failures": len(dlbridge_failures(bucket.get((p, c, "dlbridge"), []) + bucket.get((p, c, "direct"), []))),
+                        "dlbridge_failures": len(
+                            dlbridge_failures(
+                                bucket.get((p, c, "dlbridge"), [])
+                                + bucket.get((p, c, "direct"), [])
+                            )
+                        ),
                     }
                 )
     fails = dlbridge_failures(results)
@@ -308,7 +346,15 @@ def _wrap(text: str, width: int, indent: str) -> str:
     return textwrap.fill(text, width=width, initial_indent=indent, subsequent_indent=indent)
 
 
-def terminal(meta: dict, results: list[dict], summary: dict, producers: list[str], consumers: list[str], *, top: int = 12) -> str:
+def terminal(
+    meta: dict,
+    results: list[dict],
+    summary: dict,
+    producers: list[str],
+    consumers: list[str],
+    *,
+    top: int = 12,
+) -> str:
     lines = []
     libs = meta["libraries_detail"]
     lines.append(
@@ -320,11 +366,16 @@ def terminal(meta: dict, results: list[dict], summary: dict, producers: list[str
     lines.append("Libraries:")
     for d in libs:
         if d["installed"]:
-            roles = ", ".join(r for r, on in (("producer", d["producer"]), ("consumer", d["consumer"])) if on)
+            roles = ", ".join(
+                r for r, on in (("producer", d["producer"]), ("consumer", d["consumer"])) if on
+            )
             lines.append(f"  {d['name']:<17} {d['version'] or '?':<18} {roles}")
     missing = meta.get("not_installed") or [d["name"] for d in libs if not d["installed"]]
     if meta.get("unadapted"):
-        lines.append("  installed but not checked yet: " + ", ".join(f"{k} {v}" for k, v in meta["unadapted"].items()))
+        lines.append(
+            "  installed but not checked yet: "
+            + ", ".join(f"{k} {v}" for k, v in meta["unadapted"].items())
+        )
     if missing:
         lines.append("  not installed: " + ", ".join(missing))
     broken = {}
@@ -333,15 +384,22 @@ def terminal(meta: dict, results: list[dict], summary: dict, producers: list[str
             name = r["detail"][len("could not load "):].split(" ")[0]
             broken.setdefault(name, r["detail"].split(": ", 1)[-1])
     for name, err in broken.items():
-        lines.append(_wrap(f"could not load {name}, its results are 'unsupported': {err}", 110, "  "))
+        lines.append(
+            _wrap(f"could not load {name}, its results are 'unsupported': {err}", 110, "  ")
+        )
     asks = consumer_versions(results)
     if asks:
-        lines.append(_wrap("consumers ask for: " + ", ".join(f"{c} {v}" for c, v in asks.items()), 110, "  "))
+        lines.append(
+            _wrap("consumers ask for: " + ", ".join(f"{c} {v}" for c, v in asks.items()), 110, "  ")
+        )
     lines.append("")
     pair_map = {(p["producer"], p["consumer"]): p for p in summary["pairs"]}
     colw = max(9, max((len(c) for c in consumers), default=9) + 1)
     for route in ROUTES:
-        lines.append(f"{'Direct' if route == 'direct' else 'Through dlbridge'}: {ROUTE_TITLES[route]}   (cells: pass/fail/crash)")
+        lines.append(
+            f"{'Direct' if route == 'direct' else 'Through dlbridge'}: {ROUTE_TITLES[route]}   "
+            f"(cells: pass/fail/crash)"
+        )
         corner = "producer \\ consumer"
         head = f"  {corner:<20}" + "".join(f"{c:>{colw}}" for c in consumers)
         lines.append(head)
@@ -358,7 +416,10 @@ def terminal(meta: dict, results: list[dict], summary: dict, producers: list[str
         t = summary["by_route"][route]
         lines.append("  totals: " + ", ".join(f"{s} {t[s]}" for s in STATUSES))
         lines.append("")
-    lines.append("  fail = wrong result or wrong exception (fail+error); crash = crash+timeout; * = dlbridge itself failed there")
+    lines.append(
+        "  fail = wrong result or wrong exception (fail+error); crash = crash+timeout; * = "
+        "dlbridge itself failed there"
+    )
     lines.append("")
     findings = summary["findings"]
     if findings:
@@ -366,38 +427,78 @@ def terminal(meta: dict, results: list[dict], summary: dict, producers: list[str
         for i, g in enumerate(findings[:top], 1):
             who = "dlbridge" if g["dlbridge"] else g["who"]
             refs = f" [{', '.join(g['refs'])}]" if g["refs"] else ""
-            lines.append(f" {i:>2}. [{g['status']}] {who} ({g['kind']}, {g['count']} result{'s' if g['count'] != 1 else ''}){refs}")
+            lines.append(
+                f" {i:>2}. [{g['status']}] {who} ({g['kind']}, {g['count']} "
+                f"result{'s' if g['count'] != 1 else ''}){refs}"
+            )
             lines.append(_wrap(g["example"], 110, "      "))
             if len(g["pairs"]) > 1:
-                lines.append(_wrap("pairs: " + ", ".join(g["pairs"][:8]) + (" ..." if len(g["pairs"]) > 8 else ""), 110, "      "))
+                lines.append(
+                    _wrap(
+                        "pairs: "
+                        + ", ".join(g["pairs"][:8])
+                        + (" ..." if len(g["pairs"]) > 8 else ""),
+                        110,
+                        "      ",
+                    )
+                )
             if g["workaround"]:
                 lines.append(_wrap("workaround: " + g["workaround"], 110, "      "))
         if len(findings) > top:
-            lines.append(f"  ... {len(findings) - top} more kinds of finding in the JSON / HTML report")
+            lines.append(
+                f"  ... {len(findings) - top} more kinds of finding in the JSON / HTML report"
+            )
         lines.append("")
     rescues = summary.get("dlbridge_rescues") or []
     if rescues:
         total = sum(g["count"] for g in rescues)
-        lines.append(f"Through dlbridge, {total} exchanges work that fail, crash or are refused directly:")
-        lines.append(_wrap(", ".join(f"{g['producer']}→{g['consumer']} {g['count']}" for g in rescues[:14])
-                           + (" ..." if len(rescues) > 14 else ""), 110, "  "))
+        lines.append(
+            f"Through dlbridge, {total} exchanges work that fail, crash or are refused directly:"
+        )
+        lines.append(
+            _wrap(
+                ", ".join(f"{g['producer']}→{g['consumer']} {g['count']}" for g in rescues[:14])
+                + (" ..." if len(rescues) > 14 else ""),
+                110,
+                "  ",
+            )
+        )
         lines.append("")
     refusals = summary.get("dlbridge_refusals") or []
     if refusals:
         lines.append("Where dlbridge refuses (documented) but the direct exchange works:")
         for g in refusals[:6]:
-            lines.append(_wrap(f"- {g['count']}x {g['reason']} (e.g. {', '.join(g['pairs'][:4])})", 110, "  "))
+            lines.append(
+                _wrap(
+                    f"- {g['count']}x {g['reason']} (e.g. {', '.join(g['pairs'][:4])})", 110, "  "
+                )
+            )
         lines.append("")
     fails = dlbridge_failures(results)
     if fails:
-        lines.append(f"dlbridge itself failed {len(fails)} result(s) in {len(summary['dlbridge_failure_cases'])} case(s) -> exit status 1:")
+        lines.append(
+            f"dlbridge itself failed {len(fails)} result(s) in "
+            f"{len(summary['dlbridge_failure_cases'])} case(s) -> exit status 1:"
+        )
         seen = set()
         for r in fails:
-            key = (r["case"], r.get("check"), re.sub(r"0x[0-9a-f]+|\d{6,}", "#", r["detail"])[:120], r["producer"])
+            key = (
+                r["case"],
+                r.get("check"),
+                re.sub(r"0x[0-9a-f]+|\d{6,}", "#", r["detail"])[:120],
+                r["producer"],
+            )
             if key in seen:
                 continue
             seen.add(key)
-            lines.append(_wrap(f"- {r['producer']} -> {r['consumer']}, {r['case']}: [{r['status']}] {r['detail']}", 110, "  "))
+            lines.append(
+                _wrap(
+                    f"- {r['producer']} -> {r['consumer']}, {r['case']}: [{r['status']}] "
+                    f"{r['detail']}",
+                    110,
+                    "  ",
+                )
+            )
             if len(seen) >= 25:
                 lines.append(f"  ... see the JSON report for all {len(fails)}")
                 break
@@ -406,16 +507,25 @@ def terminal(meta: dict, results: list[dict], summary: dict, producers: list[str
     nc = summary["coverage"]["not_covered"]
     if nc:
         lines.append("")
-        lines.append(_wrap("Catalog cases not exercised here (python -m dlbridge check --catalog describes each): "
-                           + "; ".join(f"{k} ({v})" for k, v in nc.items()), 110, ""))
+        lines.append(
+            _wrap(
+                "Catalog cases not exercised here (python -m dlbridge "
+                "check --catalog describes each): "
+                + "; ".join(f"{k} ({v})" for k, v in nc.items()),
+                110,
+                "",
+            )
+        )
     return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- HTML
 
 _CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2127;max-width:1400px}
-h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#1d2127;
+max-width:1400px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;
+padding-bottom:4px}
 h3{font-size:15px;margin:18px 0 6px}
 .meta{color:#555} table{border-collapse:collapse;margin:6px 0}
 td,th{padding:3px 6px;border:1px solid #e1e4e8;vertical-align:top;text-align:left}
@@ -423,8 +533,10 @@ th{background:#f6f8fa;font-weight:600}
 table.m td.c{padding:0;width:86px;height:30px;text-align:center}
 table.m a{display:flex;height:30px;text-decoration:none;color:#fff;font-size:12px}
 table.m a span{flex:1;display:flex;align-items:center;justify-content:center}
-.legend span{display:inline-block;padding:1px 8px;margin-right:4px;border-radius:3px;color:#fff;font-size:12px}
-.st{display:inline-block;min-width:74px;text-align:center;border-radius:3px;color:#fff;font-size:12px;padding:0 4px}
+.legend span{display:inline-block;padding:1px 8px;margin-right:4px;border-radius:3px;color:#fff;
+font-size:12px}
+.st{display:inline-block;min-width:74px;text-align:center;border-radius:3px;color:#fff;
+font-size:12px;padding:0 4px}
 .det td{font-size:12.5px} .det td.d{max-width:560px;word-break:break-word}
 .cellsec{margin:10px 0 22px;padding:6px 10px;border-left:4px solid #ccc}
 .cellsec:target{border-left-color:#0366d6;background:#f1f8ff}
@@ -455,7 +567,13 @@ def _worst(rs: list[dict]) -> str:
 def _half(rs: list[dict]) -> str:
     w = _worst(rs)
     n = Counter(r["status"] for r in rs)
-    label = f"{n.get('pass', 0)}" if w in ("pass", "none") else f"{sum(n[s] for s in BAD)}✗" if w in BAD else "–"
+    label = (
+        f"{n.get('pass', 0)}"
+        if w in ("pass", "none")
+        else f"{sum(n[s] for s in BAD)}✗"
+        if w in BAD
+        else "–"
+    )
     if w == "none":
         label = ""
     tip = ", ".join(f"{k} {v}" for k, v in sorted(n.items()))
@@ -466,7 +584,11 @@ def _matrix(feature: str, results: list[dict], producers: list[str], consumers: 
     by = defaultdict(list)
     for r in results:
         by[(r["producer"], r["consumer"], r["route"])].append(r)
-    out = ['<table class="m"><tr><th>producer \\ consumer</th>' + "".join(f"<th>{_e(c)}</th>" for c in consumers) + "</tr>"]
+    out = [
+        '<table class="m"><tr><th>producer \\ consumer</th>'
+        + "".join(f"<th>{_e(c)}</th>" for c in consumers)
+        + "</tr>"
+    ]
     for p in producers:
         row = f"<tr><th>{_e(p)}</th>"
         for c in consumers:
@@ -484,34 +606,54 @@ def _badge(status: str) -> str:
     return f'<span class="st" style="background:{COLORS[status]}">{_e(status)}</span>'
 
 
-def html_page(meta: dict, results: list[dict], summary: dict, producers: list[str], consumers: list[str]) -> str:
+def html_page(
+    meta: dict, results: list[dict], summary: dict, producers: list[str], consumers: list[str]
+) -> str:
     parts = [
         "<!doctype html><html lang=en><head><meta charset=utf-8>",
-        f"<title>dlbridge check: {len(producers)}×{len(consumers)} libraries</title><style>{_CSS}</style></head><body>",
+        f"<title>dlbridge check: {len(producers)}×{len(consumers)} "
+        f"libraries</title><style>{_CSS}</style></head><body>",
         f"<h1>dlbridge {_e(meta['dlbridge_version'])} conformance check</h1>",
-        f"<div class=meta>Python {_e(meta['python'])} · {_e(meta.get('platform', ''))} · {summary['results']} results · "
+        f"<div class=meta>Python {_e(meta['python'])} · {_e(meta.get('platform', ''))} · "
+        f"{summary['results']} results · "
         f"{summary['duration_seconds']:.0f} s · exit status {summary['exit_status']}</div>",
-        '<p class=legend>Each cell: <b>left half</b> = direct <code>consumer.from_dlpack(x)</code>, '
-        "<b>right half</b> = through dlbridge <code>consumer.from_dlpack(dlbridge.from_dlpack(x))</code>; "
+        "<p class=legend>Each cell: <b>left half</b> = direct "
+        "<code>consumer.from_dlpack(x)</code>, "
+        "<b>right half</b> = through dlbridge "
+        "<code>consumer.from_dlpack(dlbridge.from_dlpack(x))</code>; "
         "colour = the worst result in the cell; click a cell for its cases. "
-        + "".join(f'<span style="background:{COLORS[s]}">{s}</span>' for s in ["pass", "unsupported", "error", "timeout", "fail", "crash"])
+        + "".join(
+            f'<span style="background:{COLORS[s]}">{s}</span>'
+            for s in ["pass", "unsupported", "error", "timeout", "fail", "crash"]
+        )
         + "</p>",
     ]
     # libraries
     parts.append("<h2>Libraries</h2><table><tr><th>library</th><th>version</th><th>roles</th><th>note</th></tr>")
     for d in meta["libraries_detail"]:
-        roles = ", ".join(r for r, on in (("producer", d["producer"]), ("consumer", d["consumer"])) if on)
+        roles = ", ".join(
+            r for r, on in (("producer", d["producer"]), ("consumer", d["consumer"])) if on
+        )
         ver = d["version"] if d["installed"] else "not installed"
-        parts.append(f"<tr><td>{_e(d['name'])}</td><td>{_e(ver)}</td><td>{_e(roles)}</td><td class=small>{_e(d.get('note', ''))}</td></tr>")
+        parts.append(
+            f"<tr><td>{_e(d['name'])}</td><td>{_e(ver)}</td><td>{_e(roles)}</td><td "
+            f"class=small>{_e(d.get('note', ''))}</td></tr>"
+        )
     parts.append("</table>")
     # dlbridge failures
     fails = dlbridge_failures(results)
     parts.append(f"<h2>dlbridge itself: {len(fails)} failing result(s)</h2>")
     if fails:
-        parts.append('<table class=det><tr><th>case</th><th>pair</th><th>status</th><th>detail</th></tr>')
+        parts.append(
+            "<table class=det><tr><th>case</th><th>pair</th><th>status</th><th>detail</th></tr>"
+        )
         for r in fails[:300]:
-            parts.append(f"<tr><td>{catalog.case_link(r['case'])}</td><td>{_e(r['producer'])} → {_e(r['consumer'])}</td>"
-                         f"<td>{_badge(r['status'])}</td><td class=d>{catalog.link_refs(_e(r['detail']))}</td></tr>")
+            parts.append(
+                f"<tr><td>{catalog.case_link(r['case'])}</td><td>{_e(r['producer'])} → "
+                f"{_e(r['consumer'])}</td>"
+                f"<td>{_badge(r['status'])}</td><td "
+                f"class=d>{catalog.link_refs(_e(r['detail']))}</td></tr>"
+            )
         parts.append("</table>")
     else:
         parts.append("<p>None: every failure below belongs to the peer libraries.</p>")
@@ -520,23 +662,39 @@ def html_page(meta: dict, results: list[dict], summary: dict, producers: list[st
     for g in summary["findings"][:25]:
         who = '<span class=dlb>dlbridge</span>' if g["dlbridge"] else _e(g["who"])
         parts.append(
-            f"<li>{_badge(g['status'])} {who} — {_e(g['kind'])}, {g['count']} result(s) {' '.join(catalog.entry_link(x) for x in g['refs'])}<br>"
-            f"{catalog.link_refs(_e(g['example']))}<br><span class=small>cases: {', '.join(catalog.case_link(c) for c in g['cases'][:12])}"
+            f"<li>{_badge(g['status'])} {who} — {_e(g['kind'])}, {g['count']} result(s) "
+            f"{' '.join(catalog.entry_link(x) for x in g['refs'])}<br>"
+            f"{catalog.link_refs(_e(g['example']))}<br><span class=small>cases: "
+            f"{', '.join(catalog.case_link(c) for c in g['cases'][:12])}"
             f" · pairs: {_e(', '.join(g['pairs'][:12]))}</span><br>"
-            f"<span class=small><b>workaround:</b> {catalog.link_refs(_e(g['workaround']))}</span></li>"
+            f"<span class=small><b>workaround:</b> "
+            f"{catalog.link_refs(_e(g['workaround']))}</span></li>"
         )
     parts.append("</ol>")
     rescues = summary.get("dlbridge_rescues") or []
     if rescues:
-        parts.append("<h2>What dlbridge makes work</h2><p>Exchanges that pass through dlbridge but fail, crash or are refused directly:</p><table><tr><th>producer → consumer</th><th>cases</th><th>direct results</th></tr>")
+        parts.append(
+            "<h2>What dlbridge makes work</h2><p>Exchanges that pass through dlbridge but fail, "
+            "crash or are refused directly:</p><table><tr><th>producer → "
+            "consumer</th><th>cases</th><th>direct results</th></tr>"
+        )
         for g in rescues:
-            parts.append(f"<tr><td>{_e(g['producer'])} → {_e(g['consumer'])}</td><td>{g['count']}</td><td class=small>{_e(', '.join(f'{k} {v}' for k, v in g['direct'].items()))}</td></tr>")
+            parts.append(
+                f"<tr><td>{_e(g['producer'])} → {_e(g['consumer'])}</td><td>{g['count']}</td><td "
+                f"class=small>{_e(', '.join(f'{k} {v}' for k, v in g['direct'].items()))}</td></tr>"
+            )
         parts.append("</table>")
     refusals = summary.get("dlbridge_refusals") or []
     if refusals:
-        parts.append("<h2>Where dlbridge refuses (documented) but the direct exchange works</h2><table><tr><th>results</th><th>reason</th><th>pairs</th></tr>")
+        parts.append(
+            "<h2>Where dlbridge refuses (documented) but the direct exchange "
+            "works</h2><table><tr><th>results</th><th>reason</th><th>pairs</th></tr>"
+        )
         for g in refusals:
-            parts.append(f"<tr><td>{g['count']}</td><td>{catalog.link_refs(_e(g['reason']))}</td><td class=small>{_e(', '.join(g['pairs']))}</td></tr>")
+            parts.append(
+                f"<tr><td>{g['count']}</td><td>{catalog.link_refs(_e(g['reason']))}</td><td "
+                f"class=small>{_e(', '.join(g['pairs']))}</td></tr>"
+            )
         parts.append("</table>")
     # matrices
     parts.append("<h2>All features</h2>")
@@ -560,12 +718,20 @@ def html_page(meta: dict, results: list[dict], summary: dict, producers: list[st
         for (p, c), cases in cells.items():
             if feat == "all":
                 # the "all" cells list only what is not a plain pass on both routes
-                cases = {k: v for k, v in cases.items() if any(x["status"] != "pass" for x in v.values())}
-            parts.append(f'<div class=cellsec id="{_slug(feat, p, c)}"><h3>{_e(p)} → {_e(c)} · {_e(FEATURES.get(feat, "all features (non-passing cases)"))}</h3>')
+                cases = {
+                    k: v for k, v in cases.items() if any(x["status"] != "pass" for x in v.values())
+                }
+            parts.append(
+                f'<div class=cellsec id="{_slug(feat, p, c)}"><h3>{_e(p)} → {_e(c)} · '
+                f'{_e(FEATURES.get(feat, "all features (non-passing cases)"))}</h3>'
+            )
             if not cases:
                 parts.append("<p class=small>every case passes both routes</p></div>")
                 continue
-            parts.append("<table class=det><tr><th>case</th><th>refs</th><th>direct</th><th>through dlbridge</th></tr>")
+            parts.append(
+                "<table class=det><tr><th>case</th><th>refs</th><th>direct</th><th>through "
+                "dlbridge</th></tr>"
+            )
             for cid, routes in cases.items():
                 case = BY_ID.get(cid)
                 cells_html = []
@@ -574,19 +740,40 @@ def html_page(meta: dict, results: list[dict], summary: dict, producers: list[st
                     if r is None:
                         cells_html.append("<td></td>")
                     else:
-                        fault = f" <span class=small>(fault: {_e(r['fault'])})</span>" if r.get("fault") and r["status"] in BAD else ""
-                        cells_html.append(f"<td class=d>{_badge(r['status'])}{fault} {catalog.link_refs(_e(r['detail']))}</td>")
-                title = f"<b>{catalog.case_link(cid)}</b><br><span class=small>{_e(case.title if case else '')}</span>"
-                refs = " ".join(catalog.entry_link(x) for x in routes[next(iter(routes))].get("refs") or [])
+                        fault = (
+                            f" <span class=small>(fault: {_e(r['fault'])})</span>"
+                            if r.get("fault") and r["status"] in BAD
+                            else ""
+                        )
+                        cells_html.append(
+                            f"<td class=d>{_badge(r['status'])}{fault} "
+                            f"{catalog.link_refs(_e(r['detail']))}</td>"
+                        )
+                title = (f"<b>{catalog.case_link(cid)}</b><br>"
+                         f"<span class=small>{_e(case.title if case else '')}</span>")
+                refs = " ".join(
+                    catalog.entry_link(x) for x in routes[next(iter(routes))].get("refs") or []
+                )
                 parts.append(f"<tr><td>{title}</td><td>{refs}</td>{''.join(cells_html)}</tr>")
             parts.append("</table></div>")
     nc = summary["coverage"]["not_covered"]
-    parts.append('<h2>Catalog coverage</h2><p class=small>Which <a href="#catalog">catalog</a> cases the results exercise.</p>')
-    parts.append(f"<p>Exercised: {' '.join(catalog.entry_link(x) for x in summary['coverage']['covered'])}</p>")
+    parts.append(
+        '<h2>Catalog coverage</h2><p class=small>Which <a href="#catalog">catalog</a> cases the '
+        'results exercise.</p>'
+    )
+    parts.append(
+        f"<p>Exercised: "
+        f"{' '.join(catalog.entry_link(x) for x in summary['coverage']['covered'])}</p>"
+    )
     if nc:
-        parts.append("<table><tr><th>case</th><th>why not here</th></tr>"
-                     + "".join(f"<tr><td>{catalog.entry_link(k)}</td><td>{catalog.link_refs(_e(v))}</td></tr>" for k, v in nc.items())
-                     + "</table>")
+        parts.append(
+            "<table><tr><th>case</th><th>why not here</th></tr>"
+            + "".join(
+                f"<tr><td>{catalog.entry_link(k)}</td><td>{catalog.link_refs(_e(v))}</td></tr>"
+                for k, v in nc.items()
+            )
+            + "</table>"
+        )
     parts.append(catalog.html_section())
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -18,19 +18,25 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
 
 Unit = tuple[str, str, str, str]  # producer, consumer, case id, route
 
 #: steps of a unit where a crash is dlbridge's doing
-DLBRIDGE_STAGES = ("dlbridge.from_dlpack", "inspect dlbridge.Tensor", "dlbridge.from_dlpack (second import)")
+DLBRIDGE_STAGES = (
+    "dlbridge.from_dlpack",
+    "inspect dlbridge.Tensor",
+    "dlbridge.from_dlpack (second import)",
+)
 
 
 def _worker_env() -> dict[str, str]:
     env = dict(os.environ)
     pkg_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = pkg_parent + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = pkg_parent + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    )
     # two workers share the machine: keep each library's thread pool small
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env.setdefault(var, "1")
@@ -50,7 +56,9 @@ def _signame(rc: int) -> str:
     return f"exit status {rc}"
 
 
-def _crash_fault(stage: str, route: str, producer: str, consumer: str, direct_status: str | None) -> str:
+def _crash_fault(
+    stage: str, route: str, producer: str, consumer: str, direct_status: str | None
+) -> str:
     if stage in ("make",) or stage.startswith("import"):
         return "producer" if stage == "make" else "peers"
     if stage in DLBRIDGE_STAGES:
@@ -83,7 +91,10 @@ class Batch:
         p, c, case, route = self.units[idx]
         self.results[idx] = r
         if route == "direct":
-            self.direct[f"{p}|{c}|{case}"] = {"status": r["status"], "checks": checks or ([r["check"]] if r.get("check") else [])}
+            self.direct[f"{p}|{c}|{case}"] = {
+                "status": r["status"],
+                "checks": checks or ([r["check"]] if r.get("check") else []),
+            }
         if self.on_result:
             self.on_result(idx, r)
 
@@ -134,7 +145,9 @@ class Batch:
                 except ProcessLookupError:
                     pass
                 proc.wait()
-                return self._after_death(pending, current, done_local, stage, err, hang=True, ready=ready, rc=None)
+                return self._after_death(
+                    pending, current, done_local, stage, err, hang=True, ready=ready, rc=None
+                )
             r, _, _ = select.select([fd], [], [], min(timeout, 1.0))
             if not r:
                 if proc.poll() is not None:
@@ -142,7 +155,16 @@ class Batch:
                     rest = os.read(fd, 1 << 20)
                     if not rest:
                         proc.wait()
-                        return self._after_death(pending, current, done_local, stage, err, hang=False, ready=ready, rc=proc.returncode)
+                        return self._after_death(
+                            pending,
+                            current,
+                            done_local,
+                            stage,
+                            err,
+                            hang=False,
+                            ready=ready,
+                            rc=proc.returncode,
+                        )
                     buf += rest
                 else:
                     continue
@@ -150,7 +172,16 @@ class Batch:
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     proc.wait()
-                    return self._after_death(pending, current, done_local, stage, err, hang=False, ready=ready, rc=proc.returncode)
+                    return self._after_death(
+                        pending,
+                        current,
+                        done_local,
+                        stage,
+                        err,
+                        hang=False,
+                        ready=ready,
+                        rc=proc.returncode,
+                    )
                 buf += chunk
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
@@ -177,7 +208,9 @@ class Batch:
                     if len(done_local) == len(pending):
                         return []
 
-    def _after_death(self, pending, current, done_local, stage, err, *, hang: bool, ready: bool, rc: int | None) -> list[int]:
+    def _after_death(
+        self, pending, current, done_local, stage, err, *, hang: bool, ready: bool, rc: int | None
+    ) -> list[int]:
         err.seek(0)
         tail = err.read()[-1500:].decode("utf-8", "replace").strip().splitlines()
         tail_txt = " | ".join(line.strip() for line in tail[-6:])
@@ -186,14 +219,17 @@ class Batch:
             remaining = [i for i in range(len(pending)) if i not in done_local]
             if not remaining:
                 return []
-            what = "timed out" if hang else f"died ({_signame(rc) if rc is not None else 'unknown'})"
+            what = (
+                "timed out" if hang else f"died ({_signame(rc) if rc is not None else 'unknown'})"
+            )
             if not ready:
                 for li in remaining:
                     self._record(
                         pending[li],
                         {
                             "status": "timeout" if hang else "crash",
-                            "detail": f"worker {what} while importing the libraries ({stage}): {tail_txt}",
+                            "detail": f"worker {what} while importing "
+                                      f"the libraries ({stage}): {tail_txt}",
                             "fault": "peers",
                             "check": "import",
                             "stage": stage,
@@ -209,10 +245,17 @@ class Batch:
             detail = f"no answer within {self.timeout:.0f} s during {stage}"
         else:
             status = "crash"
-            detail = f"the process died ({_signame(rc) if rc is not None else 'unknown'}) during {stage}"
+            detail = (
+                f"the process died ({_signame(rc) if rc is not None else 'unknown'}) during {stage}"
+            )
         fault = _crash_fault(stage, route, p, c, direct_status)
-        r = {"status": status, "detail": detail + (f" (stderr: {tail_txt})" if tail_txt and not hang else ""),
-             "fault": fault, "check": status, "stage": stage}
+        r = {
+            "status": status,
+            "detail": detail + (f" (stderr: {tail_txt})" if tail_txt and not hang else ""),
+            "fault": fault,
+            "check": status,
+            "stage": stage,
+        }
         self._record(idx, r)
         self.restarts += 1
         return [pending[i] for i in range(len(pending)) if i not in done_local and i != current]
@@ -279,7 +322,12 @@ def run_units(
         for li, r in zip(range(len(sub)), b.results):
             p, c, case, route = sub[li]
             if r is None:
-                r = {"status": "error", "detail": "no result (checker error)", "fault": "checker", "check": "checker"}
+                r = {
+                    "status": "error",
+                    "detail": "no result (checker error)",
+                    "fault": "checker",
+                    "check": "checker",
+                }
             out[idxs[li]] = {"case": case, "producer": p, "consumer": c, "route": route, **r}
         del res
 

@@ -30,11 +30,19 @@ from typing import Any
 
 import numpy as np
 
+from .._layout import c_contiguous, f_contiguous
 from . import refcapsule as rc
 from .cases import BY_ID, Case
 from .libraries import Library, Observed, Unsupported, by_name, observe, ref_consume, reference
 
-PASS, FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED = "pass", "fail", "error", "crash", "timeout", "unsupported"
+PASS, FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED = (
+    "pass",
+    "fail",
+    "error",
+    "crash",
+    "timeout",
+    "unsupported",
+)
 
 _OUT = sys.stdout
 _CURRENT_UNIT = -1
@@ -213,8 +221,17 @@ WRAPPER_MODES = ("legacy", "versioned", "consumed", "raw_versioned", "raw_legacy
 def hand_over(src: Source, case: Case) -> Any:
     """The object the consumer receives."""
     x = src.x
-    if case.mode in ("array", "list", "torch_conj", "torch_grad", "tf_gpu_scope", "legacy_null_strides",
-                     "v12_null_strides", "major2", "null_data"):
+    if case.mode in (
+        "array",
+        "list",
+        "torch_conj",
+        "torch_grad",
+        "tf_gpu_scope",
+        "legacy_null_strides",
+        "v12_null_strides",
+        "major2",
+        "null_data",
+    ):
         return x
     if not src.has_dlpack:
         raise Unsupported(f"{type(x).__name__} has no __dlpack__")
@@ -229,7 +246,10 @@ def hand_over(src: Source, case: Case) -> Any:
             return x.__dlpack__(max_version=(1, 0))
         if case.mode == "raw_legacy":
             return x.__dlpack__()
-    except (BufferError, TypeError) as e:  # read-only data refused to a legacy capsule; no max_version
+    except (
+        BufferError,
+        TypeError,
+    ) as e:  # read-only data refused to a legacy capsule; no max_version
         raise Unsupported(f"the producer gives no such capsule: {short(e)}") from e
     raise ValueError(case.mode)
 
@@ -240,8 +260,16 @@ def hand_over(src: Source, case: Case) -> Any:
 def _first_mismatch(got: np.ndarray, want: np.ndarray) -> str | None:
     if got.dtype.itemsize != want.dtype.itemsize:
         return "element sizes differ"
-    g = np.ascontiguousarray(got).reshape(-1).view(np.uint8).reshape(got.size, -1) if got.size else None
-    w = np.ascontiguousarray(want).reshape(-1).view(np.uint8).reshape(want.size, -1) if want.size else None
+    g = (
+        np.ascontiguousarray(got).reshape(-1).view(np.uint8).reshape(got.size, -1)
+        if got.size
+        else None
+    )
+    w = (
+        np.ascontiguousarray(want).reshape(-1).view(np.uint8).reshape(want.size, -1)
+        if want.size
+        else None
+    )
     if g is None or w is None:
         return None
     bad = np.nonzero((g != w).any(axis=1))[0]
@@ -292,12 +320,18 @@ def judge(
         mm = _first_mismatch(obs.values, src.ref)
         if mm:
             out.append(("values", f"wrong values: {mm}"))
-    if expect_device is not None and obs.device is not None and tuple(obs.device) != tuple(expect_device):
+    if (
+        expect_device is not None
+        and obs.device is not None
+        and tuple(obs.device) != tuple(expect_device)
+    ):
         out.append(
             (
                 "device",
-                f"result is on {rc.DEVICE_NAMES.get(obs.device[0], obs.device[0])}:{obs.device[1]}, "
-                f"expected {rc.DEVICE_NAMES.get(expect_device[0], expect_device[0])}:{expect_device[1]}",
+                f"result is on "
+                f"{rc.DEVICE_NAMES.get(obs.device[0], obs.device[0])}:{obs.device[1]}, "
+                f"expected "
+                f"{rc.DEVICE_NAMES.get(expect_device[0], expect_device[0])}:{expect_device[1]}",
             )
         )
     aliased = None
@@ -306,7 +340,12 @@ def judge(
     if aliased is True and copy is True:
         out.append(("copy", "copy=True but the result shares memory with the source"))
     if aliased is False and copy is False:
-        out.append(("copy", "copy=False but the result is a copy (it does not share memory with the source)"))
+        out.append(
+            (
+                "copy",
+                "copy=False but the result is a copy (it does not share memory with the source)",
+            )
+        )
     if aliased and src.readonly and obs.writable is True:
         out.append(
             (
@@ -321,31 +360,36 @@ def judge(
     if export_ptr is not None and obs.ptr is not None and src.size > 0:
         from_export = obs.ptr == export_ptr
     if obs.is_copied is True and from_export is True:
-        out.append(("spec", "IS_COPIED / is_copied is set but the result shares memory with what it came from"))
-    if obs.is_copied is False and from_export is False and src.host and obs.kind in ("capsule", "dlbridge.Tensor"):
+        out.append(
+            (
+                "spec",
+                "IS_COPIED / is_copied is set but the result shares memory with what it came from",
+            )
+        )
+    if (
+        obs.is_copied is False
+        and from_export is False
+        and src.host
+        and obs.kind in ("capsule", "dlbridge.Tensor")
+    ):
         out.append(("spec", "a copy was made but IS_COPIED / is_copied is not set"))
-    if case.strict_strides and obs.kind in ("capsule", "dlbridge.Tensor") and obs.strides is not None and obs.shape is not None:
+    if (
+        case.strict_strides
+        and obs.kind in ("capsule", "dlbridge.Tensor")
+        and obs.strides is not None
+        and obs.shape is not None
+    ):
         want = rc.c_strides(tuple(obs.shape))
         bad = [i for i, n in enumerate(obs.shape) if n > 1 and obs.strides[i] != want[i]]
         if bad:
             out.append(
-                ("strides", f"strides {tuple(obs.strides)} for shape {tuple(obs.shape)}; expected {want} (C10)")
+                (
+                    "strides",
+                    f"strides {tuple(obs.strides)} for shape "
+                    f"{tuple(obs.shape)}; expected {want} (C10)",
+                )
             )
     return out
-
-
-def _is_contig(shape, strides, order):
-    dims = list(zip(shape, strides))
-    if order == "C":
-        dims = dims[::-1]
-    acc = 1
-    for n, s in dims:
-        if n <= 1:
-            continue
-        if s != acc:
-            return False
-        acc *= n
-    return True
 
 
 def _reduce_findings(clib: Any, y: Any, src: Any) -> list[tuple[str, str]]:
@@ -371,7 +415,13 @@ def judge_tensor(t: Any, obs: Observed, src: Source, case: Case) -> list[tuple[s
     if aliased is True and src.declared_readonly and not t.readonly:
         out.append(("readonly", "the producer said read-only but the dlbridge.Tensor is writable"))
     if case.mode in ("legacy", "raw_legacy", "legacy_null_strides") and aliased and not t.readonly:
-        out.append(("readonly", "imported from a legacy capsule but not read-only (dlbridge imports legacy capsules read-only)"))
+        out.append(
+            (
+                "readonly",
+                "imported from a legacy capsule but not read-only (dlbridge imports legacy "
+                "capsules read-only)",
+            )
+        )
     if aliased is False and t.readonly and t.is_copied:
         out.append(("readonly", "dlbridge's copies are writable, but the Tensor is read-only"))
     # On a device dlbridge cannot reach (oneAPI...) the copy is the producer's, made in the
@@ -379,31 +429,47 @@ def judge_tensor(t: Any, obs: Observed, src: Source, case: Case) -> list[tuple[s
     # to the C-contiguous rule.
     reachable = t.device.type in (1, 2, 3, 13)
     if case.copy is True and not t.is_c_contiguous and t.size > 1 and reachable:
-        out.append(("layout", "dlbridge's copy=True returns a C-contiguous Tensor, this one is not"))
+        out.append(
+            ("layout", "dlbridge's copy=True returns a C-contiguous Tensor, this one is not")
+        )
     if t.size > 0:
         shape, strides = tuple(t.shape), tuple(t.strides)
         for order, got in (("C", t.is_c_contiguous), ("F", t.is_f_contiguous)):
-            want = _is_contig(shape, strides, order)
+            want = (c_contiguous if order == "C" else f_contiguous)(shape, strides)
             if bool(got) != want:
                 out.append(
                     (
                         "layout",
-                        f"is_{order.lower()}_contiguous is {got} for shape {shape}, strides {strides} (C4)",
+                        f"is_{order.lower()}_contiguous is {got} "
+                        f"for shape {shape}, strides {strides} (C4)",
                     )
                 )
     if aliased and src.elem_strides is not None and src.size > 0:
         bad = [i for i, n in enumerate(t.shape) if n > 1 and t.strides[i] != src.elem_strides[i]]
         if bad:
-            out.append(("strides", f"strides {tuple(t.strides)}, the producer's are {src.elem_strides}"))
+            out.append(
+                ("strides", f"strides {tuple(t.strides)}, the producer's are {src.elem_strides}")
+            )
     if any(op[0] == "misalign" for op in case.recipe.ops) and t.size and t.data_ptr % t.itemsize:
-        out.append(("alignment", f"data at {t.data_ptr:#x} is not aligned to {t.itemsize} bytes (dlbridge realigns by a copy)"))
+        out.append(
+            (
+                "alignment",
+                f"data at {t.data_ptr:#x} is not aligned to {t.itemsize} "
+                f"bytes (dlbridge realigns by a copy)",
+            )
+        )
     if obs.device is not None and obs.device[0] in rc.HOST_DEVICES:
         try:
             mv = memoryview(t)
         except BufferError:
             pass
         except Exception as e:  # noqa: BLE001
-            out.append(("buffer", f"memoryview(tensor) raised {short(e)} (expected success or BufferError, C30)"))
+            out.append(
+                (
+                    "buffer",
+                    f"memoryview(tensor) raised {short(e)} (expected success or BufferError, C30)",
+                )
+            )
         else:
             try:
                 if mv.itemsize != t.itemsize:
@@ -413,7 +479,13 @@ def judge_tensor(t: Any, obs: Observed, src: Source, case: Case) -> list[tuple[s
                 except struct.error:
                     sz = None
                 if sz is not None and sz != mv.itemsize:
-                    out.append(("buffer", f"buffer format {mv.format!r} has size {sz}, itemsize is {mv.itemsize} (C30)"))
+                    out.append(
+                        (
+                            "buffer",
+                            f"buffer format {mv.format!r} has size {sz}, "
+                            f"itemsize is {mv.itemsize} (C30)",
+                        )
+                    )
                 if tuple(mv.shape or ()) != tuple(t.shape):
                     out.append(("buffer", f"buffer shape {mv.shape} != {tuple(t.shape)}"))
                 if t.readonly and not mv.readonly:
@@ -426,7 +498,14 @@ def judge_tensor(t: Any, obs: Observed, src: Source, case: Case) -> list[tuple[s
 # ----------------------------------------------------------------------------- routes
 
 
-def result(status: str, detail: str, *, fault: str | None = None, check: str | None = None, stage_: str | None = None) -> dict:
+def result(
+    status: str,
+    detail: str,
+    *,
+    fault: str | None = None,
+    check: str | None = None,
+    stage_: str | None = None,
+) -> dict:
     r = {"status": status, "detail": detail, "fault": fault, "check": check}
     if stage_:
         r["stage"] = stage_
@@ -450,9 +529,11 @@ def required_refusal(case: Case, src: Source, clib: Library) -> str | None:
         if case.device == "cpu" and case.copy is False:
             return f"the data is on {dev}; reaching the CPU needs a copy but copy=False (C39)"
         if case.device is None and src.device[0] not in clib.devices:
-            return f"the data is on {dev} and {clib.name} lives on the CPU; without device=\"cpu\" it must refuse (C36)"
+            return (f"the data is on {dev} and {clib.name} lives on the CPU; without "
+                    'device="cpu" it must refuse (C36)')
     if case.copy is False and src.readonly and not clib.readonly_results:
-        return f"read-only data, copy=False, and {clib.name} has no read-only arrays: aliasing would make it writable"
+        return (f"read-only data, copy=False, and {clib.name} has no read-only arrays: aliasing "
+                "would make it writable")
     return None
 
 
@@ -466,19 +547,29 @@ def required_refusal_dlbridge(case: Case, src: Source) -> str | None:
     return None
 
 
-def classify_exception(e: BaseException, required: str | None, case: Case, obj: Any, who: str) -> tuple[str, str, str | None]:
+def classify_exception(
+    e: BaseException, required: str | None, case: Case, obj: Any, who: str
+) -> tuple[str, str, str | None]:
     """(status, detail, check) for an exception raised by ``who``."""
     if case.expect_type_error:
         if isinstance(e, TypeError):
             return PASS, f"{who} raised TypeError as it should: {short(e)}", None
-        return ERROR, f"{who} raised {short(e)}; expected TypeError (the object has no exchange protocol)", "exception"
+        return (
+            ERROR,
+            f"{who} raised {short(e)}; expected TypeError (the object has no exchange protocol)",
+            "exception",
+        )
     if not hasattr(obj, "__dlpack__") and not who.startswith("dlbridge"):
         what = "a raw capsule" if rc.is_capsule(obj) else f"a {type(obj).__name__} (no __dlpack__)"
         return UNSUPPORTED, f"{who} does not take {what}: {short(e)}", None
     if required:
         if isinstance(e, BufferError):
             return PASS, f"refused as it must ({required}): {short(e)}", None
-        return ERROR, f"{who} raised {short(e)}; expected BufferError because {required}", "exception"
+        return (
+            ERROR,
+            f"{who} raised {short(e)}; expected BufferError because {required}",
+            "exception",
+        )
     if isinstance(e, BufferError):
         return UNSUPPORTED, f"{who} refused: {short(e)}", None
     if isinstance(e, (TypeError, AttributeError)) and not hasattr(obj, "__dlpack__"):
@@ -516,7 +607,13 @@ class Ctx:
 
     def source(self, pname: str, case: Case) -> Source:
         key = (pname, case.id)
-        if case.mode in ("legacy_null_strides", "v12_null_strides", "major2", "null_data", "torch_grad"):
+        if case.mode in (
+            "legacy_null_strides",
+            "v12_null_strides",
+            "major2",
+            "null_data",
+            "torch_grad",
+        ):
             return build_source(self.libs[pname], case)  # fresh: counts deleters per unit
         if key not in self.sources:
             try:
@@ -551,9 +648,18 @@ def _lib_of(e: BaseException) -> str:
     return (type(e).__module__ or "").split(".")[0]
 
 
-_MODULE_LIB = {"jaxlib": "jax", "jax": "jax", "torch": "torch", "pyarrow": "pyarrow", "dpctl": "dpnp",
-               "dpnp": "dpnp", "numpy": "numpy", "tvm_ffi": "tvm_ffi", "array_api_strict": "array_api_strict",
-               "tensorflow": "tensorflow"}
+_MODULE_LIB = {
+    "jaxlib": "jax",
+    "jax": "jax",
+    "torch": "torch",
+    "pyarrow": "pyarrow",
+    "dpctl": "dpnp",
+    "dpnp": "dpnp",
+    "numpy": "numpy",
+    "tvm_ffi": "tvm_ffi",
+    "array_api_strict": "array_api_strict",
+    "tensorflow": "tensorflow",
+}
 
 
 def _exception_fault(e: BaseException, pname: str, cname: str, src: Source, case: Case) -> str:
@@ -575,7 +681,14 @@ def _exception_fault(e: BaseException, pname: str, cname: str, src: Source, case
     perr = _producer_export_error(src, case, kw)
     if perr is not None and type(perr) is type(e):
         return "producer"
-    if perr is None and case.mode in ("array", "legacy", "versioned", "torch_conj", "torch_grad", "tf_gpu_scope"):
+    if perr is None and case.mode in (
+        "array",
+        "legacy",
+        "versioned",
+        "torch_conj",
+        "torch_grad",
+        "tf_gpu_scope",
+    ):
         return "consumer"
     return "peers"
 
@@ -613,16 +726,28 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
         return result(st, detail, fault=fault if st in (FAIL, ERROR) else None, check=check)
     stage("inspect")
     obs = observe(y)
-    findings = judge(obs, src, case, expect_device=_expect_device(case, src, "direct"), copy=case.copy)
+    findings = judge(
+        obs, src, case, expect_device=_expect_device(case, src, "direct"), copy=case.copy
+    )
     findings += _warn_findings(case, warns)
     notes = []
     if isinstance(obj, LegacyOnly) and src.readonly and obj.returned == "dltensor":
-        findings.insert(0, ("readonly", f"{pname} exported read-only memory in a legacy capsule, which cannot say read-only (C13)"))
+        findings.insert(
+            0,
+            (
+                "readonly",
+                f"{pname} exported read-only memory in a legacy capsule, which cannot say "
+                f"read-only (C13)",
+            ),
+        )
         fault = "producer"
         required = None  # the producer should have refused; the consumer could not know
     if isinstance(obj, Recorder):
         asked = [r.get("max_version") for r in obj.requests]
-        notes.append(f"{cname} asked max_version={asked[0] if asked else None}, got {obj.returned[0] if obj.returned else None}")
+        notes.append(
+            f"{cname} asked max_version={asked[0] if asked else None}, got "
+            f"{obj.returned[0] if obj.returned else None}"
+        )
         if asked and asked[0] is None:
             notes.append(f"{cname} only asks for legacy capsules (cannot receive read-only flags)")
     if case.reduce and not findings:
@@ -635,10 +760,21 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
             notes.append(f"second import refused: {short(e)}")
         except Exception as e:  # noqa: BLE001
             del y
-            return result(ERROR, f"importing an already consumed capsule raised {short(e)}; expected BufferError (C18)", fault="consumer", check="exception")
+            return result(
+                ERROR,
+                f"importing an already consumed capsule raised "
+                f"{short(e)}; expected BufferError (C18)",
+                fault="consumer",
+                check="exception",
+            )
         else:
             del y2
-            findings.append(("consumed", "imported the same capsule twice (use after free / double free risk, C18)"))
+            findings.append(
+                (
+                    "consumed",
+                    "imported the same capsule twice (use after free / double free risk, C18)",
+                )
+            )
             fault = "consumer"
     del y
     if required and not findings and not producer_must_refuse:
@@ -650,7 +786,9 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
         r["checks"] = [c for c, _ in findings]
         return r
     if required and not producer_must_refuse:
-        return result(FAIL, f"accepted although it must refuse: {required}", fault=fault, check="accepted")
+        return result(
+            FAIL, f"accepted although it must refuse: {required}", fault=fault, check="accepted"
+        )
     return result(PASS, "; ".join([_describe_pass(obs, src, case.copy)] + notes))
 
 
@@ -676,8 +814,10 @@ def _bad_device_answer(obj: Any) -> BaseException | None:
     try:
         kind, ident = obj.__dlpack_device__()
         if not isinstance(kind, int) or not isinstance(ident, int):
-            raise TypeError(f"{type(obj).__name__}.__dlpack_device__() returned ({kind!r}, {ident!r}); "
-                            "the DLPack protocol wants two ints")
+            raise TypeError(
+                f"{type(obj).__name__}.__dlpack_device__() returned ({kind!r}, {ident!r}); "
+                "the DLPack protocol wants two ints"
+            )
     except AttributeError:
         return None
     except Exception as e:  # noqa: BLE001
@@ -695,7 +835,9 @@ def _producer_export_error(src: Source, case: Case, kw: dict) -> BaseException |
         return e
     if not hasattr(obj, "__dlpack__"):
         return None
-    if kw.get("device") is not None or kw.get("copy") is True:  # dlbridge then asks where the data is
+    if (
+        kw.get("device") is not None or kw.get("copy") is True
+    ):  # dlbridge then asks where the data is
         bad = _bad_device_answer(obj)
         if bad is not None:
             return bad
@@ -721,68 +863,134 @@ def _test_hook(pname: str, cname: str, case: Case) -> None:
         time.sleep(3600)
 
 
+@dataclass
+class _DlbridgeUnit:
+    """One unit of the ``dlbridge`` route: what its stages share."""
+
+    pname: str
+    cname: str
+    case: Case
+    clib: Library
+    src: Source
+    obj: Any  # what the producer hands over
+    direct: dict  # the outcome of the same unit's direct route ({} when unknown)
+    kw: dict[str, Any]  # the copy= / device= given to dlbridge.from_dlpack
+    req1: str | None  # the refusal dlbridge.from_dlpack must make, if any
+
+
 def run_dlbridge(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
+    """``consumer.from_dlpack(dlbridge.from_dlpack(x))``, in stages: dlbridge's import (and,
+    for a consumed capsule, its second import), the checks of the Tensor, the consumer's
+    import of the Tensor, the checks of its result; each failure is attributed to the one at
+    fault."""
     import dlbridge
 
-    clib = ctx.libs[cname]
     src = ctx.source(pname, case)
-    obj = hand_over(src, case)
-    direct = ctx.direct.get(f"{pname}|{cname}|{case.id}", {})
     kw: dict[str, Any] = {}
     if case.copy is not None:
         kw["copy"] = case.copy
     if case.device == "cpu":
         kw["device"] = "cpu"
-    req1 = required_refusal_dlbridge(case, src)
+    u = _DlbridgeUnit(
+        pname, cname, case, ctx.libs[cname], src, hand_over(src, case),
+        ctx.direct.get(f"{pname}|{cname}|{case.id}", {}), kw, required_refusal_dlbridge(case, src),
+    )
     stage("dlbridge.from_dlpack")
     _test_hook(pname, cname, case)
     try:
-        t = dlbridge.from_dlpack(obj, **kw)
+        t = dlbridge.from_dlpack(u.obj, **kw)
     except Exception as e:  # noqa: BLE001
-        st, detail, check = classify_exception(e, req1, case, obj, "dlbridge.from_dlpack")
-        if st == PASS:
-            return result(PASS, detail)
-        # whose fault? the producer's, if its own export fails the same way
-        perr = _producer_export_error(src, case, kw)
-        if perr is not None and type(perr) is type(e):
-            if isinstance(e, BufferError):
-                return result(UNSUPPORTED, f"the producer cannot export it: {short(perr)}")
-            return result(ERROR, f"the producer's __dlpack__ raised {short(perr)}"
-                          + (" instead of BufferError" if req1 else "") + "; dlbridge passed it on",
-                          fault="producer", check="exception", stage_="dlbridge.from_dlpack")
-        if src.export_error is not None and type(src.export_error) is type(e):
-            if isinstance(e, BufferError):
-                return result(UNSUPPORTED, f"the producer cannot export it: {short(src.export_error)}")
-            return result(ERROR, f"the producer's __dlpack__ raised {short(src.export_error)}; dlbridge passed it on", fault="producer", check="exception", stage_="dlbridge.from_dlpack")
-        if st == UNSUPPORTED or (isinstance(e, BufferError) and not req1):
-            return result(ERROR, f"dlbridge.from_dlpack refused data its producer can export: {short(e)}", fault="dlbridge", check="refused", stage_="dlbridge.from_dlpack")
-        return result(st, detail.replace("dlbridge.from_dlpack raised", "dlbridge.from_dlpack raised"), fault="dlbridge", check=check or "exception", stage_="dlbridge.from_dlpack")
-    notes = []
-    if req1 and case.mode == "legacy":
-        # the producer should have refused (C13); dlbridge must then keep the data read-only
-        if isinstance(obj, LegacyOnly) and obj.returned == "dltensor":
-            notes.append(f"{pname} sent read-only memory in a legacy capsule (its C13 bug); dlbridge kept it read-only")
-    elif req1:
-        return result(FAIL, f"dlbridge.from_dlpack accepted although it must refuse: {req1}", fault="dlbridge", check="accepted", stage_="dlbridge.from_dlpack")
-    if case.mode == "consumed":
-        stage("dlbridge.from_dlpack (second import)")
-        try:
-            dlbridge.from_dlpack(obj, **kw)
-        except BufferError:
-            pass
-        except Exception as e:  # noqa: BLE001
-            return result(ERROR, f"dlbridge.from_dlpack of an already consumed capsule raised {short(e)}; expected BufferError (C18)", fault="dlbridge", check="exception", stage_="dlbridge.from_dlpack")
-        else:
-            return result(FAIL, "dlbridge.from_dlpack imported the same capsule twice (C18)", fault="dlbridge", check="consumed", stage_="dlbridge.from_dlpack")
+        return _dlbridge_import_failed(u, e)
+    notes: list[str] = []
+    refused = _dlbridge_import_accepted(u, notes) or _dlbridge_second_import(u)
+    if refused is not None:
+        return refused
     stage("inspect dlbridge.Tensor")
     obs_t = observe(t)
-    f1 = judge(obs_t, src, case, expect_device=(1, 0) if case.device == "cpu" else src.device, copy=case.copy)
+    wrong = _judge_dlbridge_tensor(u, t, obs_t)
+    if wrong is not None:
+        return wrong
+    return _consumer_of_tensor(u, t, obs_t, notes)
+
+
+def _dlbridge_import_failed(u: _DlbridgeUnit, e: Exception) -> dict:
+    """Stage 1 raised: a required refusal, the producer's fault (its own export fails the same
+    way), or dlbridge's."""
+    case, src, req1 = u.case, u.src, u.req1
+    st, detail, check = classify_exception(e, req1, case, u.obj, "dlbridge.from_dlpack")
+    if st == PASS:
+        return result(PASS, detail)
+    where = "dlbridge.from_dlpack"
+    perr = _producer_export_error(src, case, u.kw)
+    if perr is not None and type(perr) is type(e):
+        if isinstance(e, BufferError):
+            return result(UNSUPPORTED, f"the producer cannot export it: {short(perr)}")
+        return result(ERROR, f"the producer's __dlpack__ raised {short(perr)}"
+                      + (" instead of BufferError" if req1 else "") + "; dlbridge passed it on",
+                      fault="producer", check="exception", stage_=where)
+    if src.export_error is not None and type(src.export_error) is type(e):
+        if isinstance(e, BufferError):
+            return result(UNSUPPORTED,
+                          f"the producer cannot export it: {short(src.export_error)}")
+        return result(ERROR, f"the producer's __dlpack__ raised {short(src.export_error)}; "
+                      "dlbridge passed it on", fault="producer", check="exception", stage_=where)
+    if st == UNSUPPORTED or (isinstance(e, BufferError) and not req1):
+        return result(ERROR, "dlbridge.from_dlpack refused data its producer can export: "
+                      f"{short(e)}", fault="dlbridge", check="refused", stage_=where)
+    return result(st, detail, fault="dlbridge", check=check or "exception", stage_=where)
+
+
+def _dlbridge_import_accepted(u: _DlbridgeUnit, notes: list[str]) -> dict | None:
+    """Stage 1 succeeded: a failure if dlbridge had to refuse (a legacy capsule of read-only
+    memory is the producer's C13 bug, noted)."""
+    if u.req1 and u.case.mode == "legacy":
+        # the producer should have refused (C13); dlbridge must then keep the data read-only
+        if isinstance(u.obj, LegacyOnly) and u.obj.returned == "dltensor":
+            notes.append(f"{u.pname} sent read-only memory in a legacy capsule (its C13 bug); "
+                         "dlbridge kept it read-only")
+    elif u.req1:
+        return result(FAIL, f"dlbridge.from_dlpack accepted although it must refuse: {u.req1}",
+                      fault="dlbridge", check="accepted", stage_="dlbridge.from_dlpack")
+    return None
+
+
+def _dlbridge_second_import(u: _DlbridgeUnit) -> dict | None:
+    """C18: importing an already consumed capsule again must raise BufferError."""
+    if u.case.mode != "consumed":
+        return None
+    import dlbridge
+
+    stage("dlbridge.from_dlpack (second import)")
+    try:
+        dlbridge.from_dlpack(u.obj, **u.kw)
+    except BufferError:
+        return None
+    except Exception as e:  # noqa: BLE001
+        return result(ERROR, "dlbridge.from_dlpack of an already consumed capsule raised "
+                      f"{short(e)}; expected BufferError (C18)", fault="dlbridge",
+                      check="exception", stage_="dlbridge.from_dlpack")
+    return result(FAIL, "dlbridge.from_dlpack imported the same capsule twice (C18)",
+                  fault="dlbridge", check="consumed", stage_="dlbridge.from_dlpack")
+
+
+def _judge_dlbridge_tensor(u: _DlbridgeUnit, t: Any, obs_t: Observed) -> dict | None:
+    """The checks of the Tensor dlbridge made (the producer's fault when only the checks its
+    own export fails with the reference consumer fail)."""
+    case, src = u.case, u.src
+    f1 = judge(obs_t, src, case, expect_device=(1, 0) if case.device == "cpu" else src.device,
+               copy=case.copy)
     f1 += judge_tensor(t, obs_t, src, case)
-    if f1:
-        prod = [f for f in f1 if f[0] in src.ref_checks]
-        fault = "producer" if prod and len(prod) == len(f1) else "dlbridge"
-        return result(FAIL, "dlbridge.Tensor: " + "; ".join(x for _, x in f1), fault=fault, check=f1[0][0], stage_="dlbridge.from_dlpack")
-    # stage 2: the consumer takes the dlbridge Tensor
+    if not f1:
+        return None
+    prod = [f for f in f1 if f[0] in src.ref_checks]
+    fault = "producer" if prod and len(prod) == len(f1) else "dlbridge"
+    return result(FAIL, "dlbridge.Tensor: " + "; ".join(x for _, x in f1), fault=fault,
+                  check=f1[0][0], stage_="dlbridge.from_dlpack")
+
+
+def _consumer_of_tensor(u: _DlbridgeUnit, t: Any, obs_t: Observed, notes: list[str]) -> dict:
+    """Stage 2: the consumer takes the dlbridge Tensor; its result is judged."""
+    case, src, clib, cname = u.case, u.src, u.clib, u.cname
     req2 = required_refusal(case, src, clib)
     if req2 == case.refuse:
         req2 = None  # stage 1 already dealt with it
@@ -793,71 +1001,105 @@ def run_dlbridge(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
     except Unsupported as e:
         return result(UNSUPPORTED, str(e))
     except Exception as e:  # noqa: BLE001
-        who = f"{cname}.from_dlpack(dlbridge.Tensor)"
-        st, detail, check = classify_exception(e, req2, case, t, who)
-        if st == PASS:
-            return result(PASS, detail)
-        msg = str(e).lower()
-        if isinstance(e, BufferError) and obs_t.device is not None and obs_t.device[0] not in rc.HOST_DEVICES:
-            return result(UNSUPPORTED, f"dlbridge cannot move {rc.DEVICE_NAMES.get(obs_t.device[0], obs_t.device[0])} memory itself: "
-                          f"pass device=\"cpu\" to dlbridge.from_dlpack so that the producer copies ({short(e)})")
-        if isinstance(e, BufferError) and rc.DTYPE_CODES.get(obs_t.dtype or "", (0, 0))[0] in rc.CODES_SINCE_1_1 and "1.1" in msg:
-            return result(UNSUPPORTED, f"{cname} asks for a DLPack < 1.1 capsule and {obs_t.dtype} needs 1.1; dlbridge refuses as "
-                          f"C26 requires (a direct exchange only works if the producer breaks that rule): {short(e)}")
-        if cname == "dlpack-ref":
-            return result(ERROR, f"the reference consumer cannot read dlbridge's export: {short(e)}", fault="dlbridge", check="export", stage_="consumer")
-        if isinstance(e, BufferError) and t.readonly and ("read-only" in msg or "readonly" in msg or "legacy" in msg):
-            return result(UNSUPPORTED, f"{cname} asks for a legacy capsule and dlbridge will not send read-only data that way (C13): {short(e)}")
-        if direct.get("status") == PASS:
-            return result(ERROR, f"{cname}.from_dlpack takes the {pname} array directly but not the dlbridge.Tensor made from it: {short(e)}", fault="dlbridge", check=check or "refused", stage_="consumer")
-        bad = _verify_tensor_export(t, src, case)
-        fault = "dlbridge" if bad else "consumer"
-        if st == UNSUPPORTED:
-            return result(UNSUPPORTED, detail)
-        return result(st, detail, fault=fault, check=check, stage_="consumer")
+        return _consumer_refused(u, t, obs_t, e, req2)
     stage("inspect")
     obs = observe(y)
-    f2 = judge(obs, src, case, expect_device=_expect_device(case, src, "dlbridge"), copy=case.copy, export_ptr=obs_t.ptr)
+    f2 = judge(obs, src, case, expect_device=_expect_device(case, src, "dlbridge"),
+               copy=case.copy, export_ptr=obs_t.ptr)
     f2 += _warn_findings(case, warns)
     if case.reduce and not f2:
         f2 += _reduce_findings(clib, y, src)
     if req2 and not f2:
-        f2.append(("accepted", f"{cname} accepted the dlbridge.Tensor although it must refuse: {req2}"))
+        f2.append(("accepted",
+                   f"{cname} accepted the dlbridge.Tensor although it must refuse: {req2}"))
     del y
     if not f2:
-        return result(PASS, "; ".join(["dlbridge.Tensor ok", _describe_pass(obs, src, case.copy)] + notes))
-    # attribute: the reference consumer is trusted; otherwise, did the consumer do the same directly?
+        return result(PASS, "; ".join(["dlbridge.Tensor ok", _describe_pass(obs, src, case.copy)]
+                                      + notes))
+    fault = _consumer_findings_fault(u, t, f2)
+    return result(FAIL, "; ".join(x for _, x in f2), fault=fault, check=f2[0][0],
+                  stage_="consumer")
+
+
+def _consumer_refused(u: _DlbridgeUnit, t: Any, obs_t: Observed, e: Exception,
+                      req2: str | None) -> dict:
+    """Stage 2 raised: a required refusal, a limit the checker knows (a device dlbridge cannot
+    read, a dtype the consumer's DLPack version lacks, read-only data for a legacy consumer),
+    or a failure attributed by what the direct route and the reference consumer do."""
+    case, cname, pname = u.case, u.cname, u.pname
+    who = f"{cname}.from_dlpack(dlbridge.Tensor)"
+    st, detail, check = classify_exception(e, req2, case, t, who)
+    if st == PASS:
+        return result(PASS, detail)
+    msg = str(e).lower()
+    on_device = obs_t.device is not None and obs_t.device[0] not in rc.HOST_DEVICES
+    if isinstance(e, BufferError) and on_device:
+        assert obs_t.device is not None
+        where = rc.DEVICE_NAMES.get(obs_t.device[0], obs_t.device[0])
+        return result(UNSUPPORTED, f"dlbridge cannot move {where} memory itself: pass "
+                      "device=\"cpu\" to dlbridge.from_dlpack so that the producer copies "
+                      f"({short(e)})")
+    code = rc.DTYPE_CODES.get(obs_t.dtype or "", (0, 0))[0]
+    if isinstance(e, BufferError) and code in rc.CODES_SINCE_1_1 and "1.1" in msg:
+        return result(UNSUPPORTED, f"{cname} asks for a DLPack < 1.1 capsule and {obs_t.dtype} "
+                      "needs 1.1; dlbridge refuses as C26 requires (a direct exchange only "
+                      f"works if the producer breaks that rule): {short(e)}")
     if cname == "dlpack-ref":
-        fault = "dlbridge"
-    else:
-        direct_checks = set(direct.get("checks", []))
-        fault = "consumer"
-        for check, _ in f2:
-            if check in direct_checks:
+        return result(ERROR, f"the reference consumer cannot read dlbridge's export: {short(e)}",
+                      fault="dlbridge", check="export", stage_="consumer")
+    legacy_words = "read-only" in msg or "readonly" in msg or "legacy" in msg
+    if isinstance(e, BufferError) and t.readonly and legacy_words:
+        return result(UNSUPPORTED, f"{cname} asks for a legacy capsule and dlbridge will not "
+                      f"send read-only data that way (C13): {short(e)}")
+    if u.direct.get("status") == PASS:
+        return result(ERROR, f"{cname}.from_dlpack takes the {pname} array directly but not the "
+                      f"dlbridge.Tensor made from it: {short(e)}", fault="dlbridge",
+                      check=check or "refused", stage_="consumer")
+    bad = _verify_tensor_export(t, u.src, case)
+    fault = "dlbridge" if bad else "consumer"
+    if st == UNSUPPORTED:
+        return result(UNSUPPORTED, detail)
+    return result(st, detail, fault=fault, check=check, stage_="consumer")
+
+
+def _consumer_findings_fault(u: _DlbridgeUnit, t: Any, f2: list[tuple[str, str]]) -> str:
+    """Who is at fault for the findings on the consumer's result: the reference consumer is
+    trusted; otherwise, did the consumer do the same directly, and does the Tensor's own
+    export pass? (A finding about a legacy export of read-only memory is appended to f2.)"""
+    if u.cname == "dlpack-ref":
+        return "dlbridge"
+    direct_checks = set(u.direct.get("checks", []))
+    fault = "consumer"
+    for check, _ in f2:
+        if check in direct_checks:
+            continue
+        if check == "readonly":
+            try:
+                cap = t.__dlpack__()
+            except BufferError:
                 continue
-            if check == "readonly":
-                try:
-                    cap = t.__dlpack__()
-                except BufferError:
-                    continue
-                except Exception:  # noqa: BLE001
-                    continue
-                else:
-                    del cap
-                    if t.readonly:
-                        fault = "dlbridge"
-                        f2.append(("readonly", "Tensor.__dlpack__() (legacy) exported read-only memory"))
+            except Exception:  # noqa: BLE001
                 continue
-            bad = _verify_tensor_export(t, src, case)
-            if check in bad or "error" in bad:
-                fault = "dlbridge"
-    return result(FAIL, "; ".join(x for _, x in f2), fault=fault, check=f2[0][0], stage_="consumer")
+            else:
+                del cap
+                if t.readonly:
+                    fault = "dlbridge"
+                    f2.append(
+                        ("readonly", "Tensor.__dlpack__() (legacy) exported read-only memory")
+                    )
+            continue
+        bad = _verify_tensor_export(t, u.src, u.case)
+        if check in bad or "error" in bad:
+            fault = "dlbridge"
+    return fault
 
 
 def run_unit(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
     for name in (pname, cname):
         if name in ctx.broken:
-            return result(UNSUPPORTED, f"could not load {name} here: {ctx.broken[name]}", check="import")
+            return result(
+                UNSUPPORTED, f"could not load {name} here: {ctx.broken[name]}", check="import"
+            )
     stage("make")
     try:
         src = ctx.source(pname, case)
@@ -886,13 +1128,22 @@ def run_unit(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
             exports = ra.exports - e0
             calls = ra.deleter_calls - d0
             if calls != exports:
-                what = "never called (leak)" if calls < exports else f"called {calls} times for {exports} capsule(s) (double free)"
+                what = (
+                    "never called (leak)"
+                    if calls < exports
+                    else f"called {calls} times for {exports} capsule(s) (double free)"
+                )
                 fault = "dlbridge" if route == "dlbridge" else "consumer"
                 extra = f"deleter {what} (C9/C17/C19)"
                 if r["status"] in (FAIL, ERROR):
                     r["detail"] += "; " + extra
                 else:
-                    r = result(FAIL, extra + (f"; before that: {r['detail']}" if r["detail"] else ""), fault=fault, check="deleter")
+                    r = result(
+                        FAIL,
+                        extra + (f"; before that: {r['detail']}" if r["detail"] else ""),
+                        fault=fault,
+                        check="deleter",
+                    )
     if ref_arrays:
         rc.release_all()
     return r
@@ -926,7 +1177,12 @@ def main() -> int:
             r = run_unit(ctx, pname, cname, case, route)
         except Exception as e:  # noqa: BLE001
             tb = traceback.format_exc(limit=4).strip().splitlines()
-            r = result(ERROR, f"checker error: {short(e)} [{' | '.join(tb[-3:])}]", fault="checker", check="checker")
+            r = result(
+                ERROR,
+                f"checker error: {short(e)} [{' | '.join(tb[-3:])}]",
+                fault="checker",
+                check="checker",
+            )
         checks = r.pop("checks", None) or ([r["check"]] if r.get("check") else [])
         if route == "direct":
             ctx.direct[f"{pname}|{cname}|{case_id}"] = {"status": r["status"], "checks": checks}

@@ -26,7 +26,7 @@ class Warp(Namespace):
         if self._mod is None:
             import warp
 
-            warp.config.quiet = True
+            warp.config.quiet = True  # type: ignore[attr-defined]  # set, not declared, in warp 1.19
             warp.init()
             self._mod = warp
         return self._mod
