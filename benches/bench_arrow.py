@@ -32,8 +32,8 @@ from harness import (  # noqa: E402 - benches/ is put on sys.path just above
     fmt_ratio,
     format_versions,
     loadavg,
-    median_ratio,
     measure_pair,
+    median_ratio,
     utc_now,
     write_results,
 )

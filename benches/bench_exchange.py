@@ -2,7 +2,7 @@
 """Exchange overhead: ns per DLPack exchange of a 16-element float32 array.
 
     python benches/bench_exchange.py            # full run, writes benches/results/exchange.md
-    python benches/bench_exchange.py --quick    # smoke test, writes benches/results/exchange-quick.md
+    python benches/bench_exchange.py --quick    # smoke test: benches/results/exchange-quick.md
 
 Every row times one exchange (the dlbridge side) and its baseline (the peer's own exchange
 that produces the same kind of result) in the same process, with samples of the two
@@ -31,9 +31,9 @@ from harness import (  # noqa: E402 - benches/ is put on sys.path just above
     git_rev,
     import_into,
     loadavg,
-    median_ratio,
     make_loop,
     measure_pair,
+    median_ratio,
     native_build,
     try_import,
     utc_now,
@@ -208,7 +208,8 @@ def header(mods: dict[str, Any], params: dict[str, int], command: str, pinned: s
         f"- dlbridge commit: {git_rev()}; extension {native_build(mods.get('dlbridge'))}",
         f"- CPU: {cpu_model()} ({os.cpu_count()} logical CPUs; {pinned})",
         f"- OS: {platform.platform()}",
-        f"- load average at start (1/5/15 min): {_LOAD_AT_START} (other processes share these CPUs; "
+        f"- load average at start (1/5/15 min): {_LOAD_AT_START} "
+        f"(other processes share these CPUs; "
         "interleaved samples keep the ratios comparable, absolute times drift with load)",
         f"- empty-loop overhead: {loop_ns:.1f} ns per iteration (included in both sides, not "
         "subtracted)",
@@ -244,7 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--number", type=int, help="calls per sample (default 2000, quick 200)")
     ap.add_argument("--samples", type=int, help="samples per side (default 41, quick 5)")
     ap.add_argument("--only", metavar="SUBSTR", help="run only rows whose exchange contains SUBSTR")
-    ap.add_argument("--out", type=Path, help="where to write the Markdown (default benches/results/)")
+    ap.add_argument(
+        "--out", type=Path, help="where to write the Markdown (default benches/results/)"
+    )
     ap.add_argument("--no-write", action="store_true", help="print only")
     ap.add_argument("--pin", action="store_true",
                     help="pin the process to one CPU (steadier numpy/torch rows, but jax's "

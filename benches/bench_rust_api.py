@@ -2,7 +2,7 @@
 """The Rust API's argument cost: ``total(x)`` taking a ``dlbridge::Tensor`` against rust-numpy.
 
     python benches/bench_rust_api.py            # full run, writes benches/results/rust-api.md
-    python benches/bench_rust_api.py --quick    # smoke test, writes benches/results/rust-api-quick.md
+    python benches/bench_rust_api.py --quick    # smoke test: benches/results/rust-api-quick.md
 
 Both functions live in the example extension ``examples/pyo3-extension`` (module
 ``dlbridge_example``), built here in release mode with maturin (or taken from
@@ -37,8 +37,8 @@ from harness import (  # noqa: E402 - benches/ is put on sys.path just above
     format_versions,
     git_rev,
     loadavg,
-    median_ratio,
     measure_pair,
+    median_ratio,
     try_import,
     utc_now,
     write_results,

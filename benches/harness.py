@@ -27,9 +27,10 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 BENCHES = Path(__file__).resolve().parent
 REPO = BENCHES.parent
@@ -214,7 +215,7 @@ def fmt_ratio(ratio: float | None, none: str = "—") -> str:
 
 def utc_now() -> str:
     """The current time, ``YYYY-MM-DD HH:MM:SS UTC``."""
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def cpu_model() -> str:

@@ -41,8 +41,12 @@ def main() -> None:
         driver = webdriver.Chrome(options=options, service=service)
         try:
             driver.get(report.as_uri())
-            heading = driver.find_element(By.XPATH, "//h2[starts-with(normalize-space(), 'All features')]")
-            driver.execute_script("arguments[0].scrollIntoView(true); window.scrollBy(0, -8);", heading)
+            heading = driver.find_element(
+                By.XPATH, "//h2[starts-with(normalize-space(), 'All features')]"
+            )
+            driver.execute_script(
+                "arguments[0].scrollIntoView(true); window.scrollBy(0, -8);", heading
+            )
             out.parent.mkdir(parents=True, exist_ok=True)
             driver.save_screenshot(str(out))
         finally:

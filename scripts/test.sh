@@ -66,6 +66,12 @@ fi
 # the same interpreter for every pyo3 build (maturin, clippy, test): no needless rebuilds
 export PYO3_PYTHON="$PY"
 
+# Python: ruff (the rules and line length in pyproject.toml) and mypy on the public modules:
+# the stubs, convert / explain, the planner and the per-library knowledge behind them.
+step "$PY" -m ruff check python tests benches scripts
+step "$PY" -m mypy -m dlbridge -m dlbridge.convert -m dlbridge.host -m dlbridge.describe \
+    -m dlbridge.plan -m dlbridge._native -m dlbridge._layout -p dlbridge.namespaces
+
 step cargo fmt --all -- --check
 step cargo clippy --workspace --all-targets --all-features -- -D warnings
 step cargo clippy -p dlbridge --all-targets -- -D warnings

@@ -1,4 +1,5 @@
-"""ctypes mirror of the DLPack 1.3 ABI, for building (hostile) capsules and inspecting exported ones.
+"""ctypes mirror of the DLPack 1.3 ABI, for building (hostile) capsules and inspecting exported
+ones.
 
 Nothing here imports dlbridge: the helpers stand on their own so that the tests can check what
 dlbridge produces and feed it whatever a misbehaving producer might send.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Sequence
 from ctypes import (
     POINTER,
     Structure,
@@ -25,7 +27,7 @@ from ctypes import (
     c_uint64,
     c_void_p,
 )
-from typing import Any, Sequence
+from typing import Any
 
 # --------------------------------------------------------------------------------------------
 # Constants

@@ -16,11 +16,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_committed_page_is_the_rendered_catalog():
     page = (ROOT / "docs" / "cases.md").read_text(encoding="utf-8")
-    assert page == catalog.markdown(), "docs/cases.md is stale: run python -m dlbridge check --catalog > docs/cases.md"
+    assert page == catalog.markdown(), (
+        "docs/cases.md is stale: run python -m dlbridge check --catalog > docs/cases.md"
+    )
 
 
 def test_cli_prints_the_catalog():
-    out = subprocess.run([sys.executable, "-m", "dlbridge", "check", "--catalog"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "dlbridge", "check", "--catalog"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout == catalog.markdown()
 
@@ -40,7 +47,10 @@ def test_every_entry_is_complete():
         assert e.input and e.problem and e.dlbridge, e.id
         assert e.reports, e.id
         for url in e.reports:
-            assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+", url), (e.id, url)
+            assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+", url), (
+                e.id,
+                url,
+            )
         # a case is either covered by a test here or says what it needs that this machine lacks
         assert e.tests or e.needs, e.id
 
@@ -51,7 +61,11 @@ def test_every_test_reference_names_a_test_that_exists():
             path, name = ref.split("::")
             file = ROOT / path
             assert file.is_file(), (e.id, ref)
-            assert re.search(rf"^\s*(?:async\s+)?(?:def|fn)\s+{re.escape(name)}\b", file.read_text(encoding="utf-8"), re.M), (e.id, ref)
+            assert re.search(
+                rf"^\s*(?:async\s+)?(?:def|fn)\s+{re.escape(name)}\b",
+                file.read_text(encoding="utf-8"),
+                re.M,
+            ), (e.id, ref)
 
 
 def test_anchors():
@@ -86,7 +100,9 @@ def test_html_links_to_entries_and_cases():
         f"see {catalog.entry_link('C13')} and C99, not XC1"
     )
     assert catalog.entry_link("C13").startswith('<a href="#C13" title="')
-    assert catalog.case_link("dtype/bool") == '<a href="#case-dtype-bool"><code>dtype/bool</code></a>'
+    assert (
+        catalog.case_link("dtype/bool") == '<a href="#case-dtype-bool"><code>dtype/bool</code></a>'
+    )
     assert catalog.case_link("no/such") == "no/such"
     section = catalog.html_section()
     for e in catalog.ENTRIES:

@@ -15,13 +15,25 @@ import pytest
 pytest.importorskip("numpy")
 
 STATUSES = {"pass", "fail", "error", "crash", "timeout", "unsupported"}
-FAST = "dtype/float32,dtype/bool,layout/transposed,layout/neg_cols,readonly/contiguous,copy/false,capsule/consumed,hostile/major2"
+FAST = ("dtype/float32,dtype/bool,layout/transposed,layout/neg_cols,readonly/contiguous,"
+        "copy/false,capsule/consumed,hostile/major2")
 
 
 def run_check(tmp_path, *args: str, env: dict | None = None, timeout: float = 240):
     out_json = tmp_path / "report.json"
     out_html = tmp_path / "report.html"
-    cmd = [sys.executable, "-m", "dlbridge", "check", "--json", str(out_json), "--html", str(out_html), "-q", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "dlbridge",
+        "check",
+        "--json",
+        str(out_json),
+        "--html",
+        str(out_html),
+        "-q",
+        *args,
+    ]
     proc = subprocess.run(
         cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
     )
@@ -46,7 +58,9 @@ def assert_schema(doc: dict) -> None:
     s = doc["summary"]
     assert s["exit_status"] in (0, 1)
     assert set(s["by_route"]) == {"direct", "dlbridge"}
-    assert sum(s["by_route"]["direct"].values()) + sum(s["by_route"]["dlbridge"].values()) == len(doc["results"])
+    assert sum(s["by_route"]["direct"].values()) + sum(s["by_route"]["dlbridge"].values()) == len(
+        doc["results"]
+    )
 
 
 def test_numpy_only(tmp_path):
@@ -55,7 +69,11 @@ def test_numpy_only(tmp_path):
     assert doc is not None, proc.stderr
     assert_schema(doc)
     # the exit status says whether dlbridge itself failed, and matches the JSON
-    dlb_fail = [r for r in doc["results"] if r.get("fault") == "dlbridge" and r["status"] in ("fail", "error", "crash", "timeout")]
+    dlb_fail = [
+        r
+        for r in doc["results"]
+        if r.get("fault") == "dlbridge" and r["status"] in ("fail", "error", "crash", "timeout")
+    ]
     assert proc.returncode == (1 if dlb_fail else 0) == doc["summary"]["exit_status"], dlb_fail
     assert doc["summary"]["exit_status"] == 0, dlb_fail  # these cases must pass through dlbridge
     # numpy, the reference producer/consumer and Python's memoryview take part
@@ -69,7 +87,12 @@ def test_numpy_only(tmp_path):
     assert by[("dlpack-ref", "numpy", "hostile/major2", "dlbridge")]["status"] == "pass"
     # a read-only numpy array stays read-only through dlbridge into numpy (C14)
     assert by[("numpy", "numpy", "readonly/contiguous", "dlbridge")]["status"] == "pass"
-    assert by[("numpy", "numpy", "readonly/contiguous", "dlbridge")]["refs"] == ["C12", "C14", "C15", "C16"]
+    assert by[("numpy", "numpy", "readonly/contiguous", "dlbridge")]["refs"] == [
+        "C12",
+        "C14",
+        "C15",
+        "C16",
+    ]
     # the memoryview has no __dlpack__: numpy cannot take it, dlbridge can
     assert by[("python", "numpy", "dtype/float32", "direct")]["status"] == "unsupported"
     assert by[("python", "numpy", "dtype/float32", "dlbridge")]["status"] == "pass"
@@ -83,10 +106,16 @@ def test_numpy_only(tmp_path):
     assert "Catalog cases not exercised here" in proc.stdout
     for text in (proc.stdout, json.dumps(doc), page):
         assert "CASES.md" not in text and not re.search(r"\bissue \d", text)
-        assert not re.search(r"\b(tests|crates)/\w", text), re.search(r".{60}\b(tests|crates)/\w.{60}", text)
+        assert not re.search(r"\b(tests|crates)/\w", text), re.search(
+            r".{60}\b(tests|crates)/\w.{60}", text
+        )
     # the HTML page is self-contained: no loaded resources; web addresses only as links to reports
     assert page is not None and page.startswith("<!doctype html>")
-    assert "<script src" not in page and "<link" not in page and not re.search(r'src="http|url\(', page)
+    assert (
+        "<script src" not in page
+        and "<link" not in page
+        and not re.search(r'src="http|url\(', page)
+    )
     assert "dtype/float32" in page
     assert_html_links(page)
     # case ids and catalog ids link to their entries, embedded in the page
@@ -108,14 +137,21 @@ def assert_html_links(page: str) -> None:
 
 def test_numpy_torch(tmp_path):
     pytest.importorskip("torch")
-    proc, doc, _ = run_check(tmp_path, "--libraries", "numpy,torch", "--cases", "readonly/contiguous,dtype/float32,layout/neg_cols")
+    proc, doc, _ = run_check(
+        tmp_path,
+        "--libraries",
+        "numpy,torch",
+        "--cases",
+        "readonly/contiguous,dtype/float32,layout/neg_cols",
+    )
     assert doc is not None, proc.stderr
     assert_schema(doc)
     assert set(doc["libraries"]) >= {"numpy", "torch"}
     by = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in doc["results"]}
     assert by[("torch", "numpy", "dtype/float32", "direct")]["status"] == "pass"
     assert by[("numpy", "torch", "dtype/float32", "dlbridge")]["status"] == "pass"
-    # torch cannot be read-only: aliasing a read-only numpy array is a failure of the pair (C15/C16),
+    # torch cannot be read-only: aliasing a read-only numpy array is a failure of the pair
+    # (C15/C16),
     # never dlbridge's (it exports the READ_ONLY flag), so it does not change the exit status
     ro = by[("numpy", "torch", "readonly/contiguous", "direct")]
     if ro["status"] == "fail":
@@ -131,7 +167,11 @@ def test_tensorflow_producer_and_consumer(tmp_path):
     if importlib.util.find_spec("tensorflow") is None:  # not imported here: it takes seconds
         pytest.skip("tensorflow is not installed")
     proc, doc, page = run_check(
-        tmp_path, "--libraries", "numpy,tensorflow", "--cases", "dtype/int32,layout/transposed,device/tf_gpu_scope",
+        tmp_path,
+        "--libraries",
+        "numpy,tensorflow",
+        "--cases",
+        "dtype/int32,layout/transposed,device/tf_gpu_scope",
         timeout=400,
     )
     assert doc is not None, proc.stderr
@@ -147,16 +187,25 @@ def test_tensorflow_producer_and_consumer(tmp_path):
     for route in ("direct", "dlbridge"):
         assert by[("tensorflow", "numpy", "device/tf_gpu_scope", route)]["status"] == "pass"
     assert "C31" in doc["summary"]["coverage"]["covered"]
-    # TensorFlow's consumer units run in one worker of their own (imported once, not once per producer)
+    # TensorFlow's consumer units run in one worker of their own (imported once, not once per
+    # producer)
     assert "consumer tensorflow" in doc["batch_seconds"]
-    assert not any("tensorflow" in k for k in doc["batch_seconds"] if k not in ("consumer tensorflow", "tensorflow"))
+    assert not any(
+        "tensorflow" in k
+        for k in doc["batch_seconds"]
+        if k not in ("consumer tensorflow", "tensorflow")
+    )
     # TensorFlow imports row-major data only and says so with its own exception, not BufferError
     # (a limitation of the peer, never dlbridge's fault)
     tr = by[("numpy", "tensorflow", "layout/transposed", "direct")]
     assert tr["status"] in ("error", "pass") and tr.get("fault") != "dlbridge", tr
     assert doc["summary"]["exit_status"] == 0
     # both roles appear in the HTML matrices
-    assert "<th>tensorflow</th>" in page and "tensorflow → numpy" in page and "numpy → tensorflow" in page
+    assert (
+        "<th>tensorflow</th>" in page
+        and "tensorflow → numpy" in page
+        and "numpy → tensorflow" in page
+    )
     assert_html_links(page)
     assert '<a href="#case-device-tf-gpu-scope"><code>device/tf_gpu_scope</code></a>' in page
     assert 'id="C31"' in page
@@ -165,16 +214,29 @@ def test_tensorflow_producer_and_consumer(tmp_path):
 def test_crash_and_hang_are_isolated(tmp_path):
     # a simulated abort and a simulated hang inside dlbridge.from_dlpack are recorded as such,
     # the other cases still run, and dlbridge's crash makes the exit status 1
-    env = {"DLBRIDGE_CHECK_TEST_CRASH": "numpy|numpy|dtype/int8", "DLBRIDGE_CHECK_TEST_HANG": "numpy|numpy|dtype/int16"}
+    env = {
+        "DLBRIDGE_CHECK_TEST_CRASH": "numpy|numpy|dtype/int8",
+        "DLBRIDGE_CHECK_TEST_HANG": "numpy|numpy|dtype/int16",
+    }
     proc, doc, _ = run_check(
-        tmp_path, "--libraries", "numpy", "--cases", "dtype/int8,dtype/int16,dtype/int32", "--timeout", "2", "--jobs", "2",
+        tmp_path,
+        "--libraries",
+        "numpy",
+        "--cases",
+        "dtype/int8,dtype/int16,dtype/int32",
+        "--timeout",
+        "2",
+        "--jobs",
+        "2",
         env=env,
     )
     assert doc is not None, proc.stderr
     assert_schema(doc)
     by = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in doc["results"]}
     crash = by[("numpy", "numpy", "dtype/int8", "dlbridge")]
-    assert crash["status"] == "crash" and crash["fault"] == "dlbridge" and "SIGABRT" in crash["detail"]
+    assert (
+        crash["status"] == "crash" and crash["fault"] == "dlbridge" and "SIGABRT" in crash["detail"]
+    )
     hang = by[("numpy", "numpy", "dtype/int16", "dlbridge")]
     assert hang["status"] == "timeout" and hang["fault"] == "dlbridge"
     assert by[("numpy", "numpy", "dtype/int32", "dlbridge")]["status"] == "pass"
@@ -184,12 +246,23 @@ def test_crash_and_hang_are_isolated(tmp_path):
 
 
 def test_cli_errors_and_listing():
-    bad = subprocess.run([sys.executable, "-m", "dlbridge", "check", "--libraries", "nosuchlib"], capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "dlbridge", "check", "--libraries", "nosuchlib"],
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 2 and "unknown libraries" in bad.stderr
-    lst = subprocess.run([sys.executable, "-m", "dlbridge", "check", "--list-cases"], capture_output=True, text=True)
+    lst = subprocess.run(
+        [sys.executable, "-m", "dlbridge", "check", "--list-cases"], capture_output=True, text=True
+    )
     assert lst.returncode == 0 and "capsule/consumed" in lst.stdout and "C18" in lst.stdout
-    helptext = subprocess.run([sys.executable, "-m", "dlbridge", "check", "--help"], capture_output=True, text=True)
-    assert "catalog cases (C1)" in " ".join(helptext.stdout.split()) and "CASES.md" not in helptext.stdout
+    helptext = subprocess.run(
+        [sys.executable, "-m", "dlbridge", "check", "--help"], capture_output=True, text=True
+    )
+    assert (
+        "catalog cases (C1)" in " ".join(helptext.stdout.split())
+        and "CASES.md" not in helptext.stdout
+    )
     usage = subprocess.run([sys.executable, "-m", "dlbridge"], capture_output=True, text=True)
     assert usage.returncode == 2 and "check" in usage.stdout
 
@@ -212,13 +285,28 @@ def test_catalog_covers_named_rows():
 def test_summary_exit_status():
     from dlbridge.check import report
 
-    base = {"case": "dtype/float32", "refs": [], "producer": "numpy", "consumer": "numpy", "detail": "x", "check": None}
+    base = {
+        "case": "dtype/float32",
+        "refs": [],
+        "producer": "numpy",
+        "consumer": "numpy",
+        "detail": "x",
+        "check": None,
+    }
     ok = [
         {**base, "route": "direct", "status": "fail", "fault": "peers"},
         {**base, "route": "dlbridge", "status": "pass", "fault": None},
     ]
     s = report.summarize(ok, {}, 1.0, ["numpy"], ["numpy"])
     assert s["exit_status"] == 0
-    bad = ok + [{**base, "case": "layout/transposed", "route": "dlbridge", "status": "error", "fault": "dlbridge"}]
+    bad = ok + [
+        {
+            **base,
+            "case": "layout/transposed",
+            "route": "dlbridge",
+            "status": "error",
+            "fault": "dlbridge",
+        }
+    ]
     s = report.summarize(bad, {}, 1.0, ["numpy"], ["numpy"])
     assert s["exit_status"] == 1 and s["dlbridge_failure_cases"] == ["layout/transposed"]

@@ -209,7 +209,9 @@ class OldProducer:
         return self.array.__dlpack__()
 
 
-@pytest.mark.parametrize("kwargs", [{"copy": True}, {"device": "cpu"}, {"device": "cpu", "copy": True}])
+@pytest.mark.parametrize(
+    "kwargs", [{"copy": True}, {"device": "cpu"}, {"device": "cpu", "copy": True}]
+)
 def test_old_producer_without_dlpack_device(kwargs):
     a = np.arange(6.0)
     t = dlbridge.from_dlpack(OldProducer(a), **kwargs)

@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 pytestmark = [
     pytest.mark.skipif(
         os.environ.get("DLBRIDGE_TEST_DIST") != "1",
-        reason="builds the release wheel and installs it in a fresh venv (slow): set DLBRIDGE_TEST_DIST=1 (CI does)",
+        reason="builds the release wheel and installs it in a fresh venv (slow): set "
+               "DLBRIDGE_TEST_DIST=1 (CI does)",
     ),
     # a cold release build (the first test's setup) takes minutes on two cores
     pytest.mark.timeout(1200),
@@ -38,7 +39,9 @@ pytestmark = [
 
 #: the environment of the fresh venv's commands: nothing that would point its Python at this
 #: checkout or at the project's venv (PYTHONPATH, PYTHONHOME, VIRTUAL_ENV...)
-CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k != "VIRTUAL_ENV"}
+CLEAN_ENV = {
+    k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k != "VIRTUAL_ENV"
+}
 
 
 def run(*cmd, **kw) -> subprocess.CompletedProcess:
@@ -66,7 +69,9 @@ def fresh_venv(tmp_path_factory, dist) -> Path:
     assert made.returncode == 0, made.stderr
     py = root / "bin" / "python"
     # --no-index: the wheel needs nothing from the package index
-    installed = run(py, "-m", "pip", "install", "--no-index", "--disable-pip-version-check", dist["wheel"])
+    installed = run(
+        py, "-m", "pip", "install", "--no-index", "--disable-pip-version-check", dist["wheel"]
+    )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     return py
 
@@ -81,6 +86,10 @@ def test_wheel_is_one_abi3_manylinux2014_wheel(dist):
         meta = whl.read(info).decode()
     assert "dlbridge/_native.abi3.so" in names
     assert "dlbridge/py.typed" in names and "dlbridge/__init__.pyi" in names
+    # the pure-Python modules and subpackages (python-source = "python" takes the whole tree)
+    for module in ("_layout.py", "plan.py", "namespaces/__init__.py", "namespaces/torch.py",
+                   "check/worker.py"):
+        assert f"dlbridge/{module}" in names, module
     assert any(n.endswith("licenses/LICENSE-MIT") for n in names)
     assert any(n.endswith("licenses/LICENSE-APACHE") for n in names)
     assert "Requires-Python: >=3.11" in meta
@@ -131,10 +140,14 @@ def test_wheel_works_alone_in_a_fresh_venv(fresh_venv):
 
 def test_checker_with_numpy_alone(fresh_venv, tmp_path):
     numpy_version = metadata.version("numpy")
-    added = run(fresh_venv, "-m", "pip", "install", "--disable-pip-version-check", f"numpy=={numpy_version}")
+    added = run(
+        fresh_venv, "-m", "pip", "install", "--disable-pip-version-check", f"numpy=={numpy_version}"
+    )
     assert added.returncode == 0, added.stdout + added.stderr
     out = tmp_path / "check.json"
-    checked = run(fresh_venv, "-m", "dlbridge", "check", "--quiet", "--json", out, cwd=tmp_path, timeout=600)
+    checked = run(
+        fresh_venv, "-m", "dlbridge", "check", "--quiet", "--json", out, cwd=tmp_path, timeout=600
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "numpy" in checked.stdout and "Traceback" not in checked.stdout + checked.stderr
     doc = json.loads(out.read_text())

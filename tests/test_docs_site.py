@@ -91,8 +91,18 @@ def test_home_page_renders_with_title_and_navigation(browser, base_url):
     browser.get(base_url)
     assert browser.title.startswith("dlbridge")
     assert browser.find_element(By.TAG_NAME, "h1").text == "dlbridge"
-    nav = {a.get_attribute("textContent").strip() for a in browser.find_elements(By.CSS_SELECTOR, "nav.md-nav--primary a")}
-    for page in ("Getting started", "NumPy", "PyTorch", "Copies and read-only memory", "Errors", "Python API"):
+    nav = {
+        a.get_attribute("textContent").strip()
+        for a in browser.find_elements(By.CSS_SELECTOR, "nav.md-nav--primary a")
+    }
+    for page in (
+        "Getting started",
+        "NumPy",
+        "PyTorch",
+        "Copies and read-only memory",
+        "Errors",
+        "Python API",
+    ):
         assert page in nav
 
 
@@ -107,7 +117,9 @@ def test_search_finds_pages(browser, base_url):
     # the result list is re-rendered as the search index answers, so its links are read in one
     # script call (no element can go stale between finding and reading it) until both pages
     # are among them
-    read_links = "return [...document.querySelectorAll('.md-search-result__item a')].map(a => a.href)"
+    read_links = (
+        "return [...document.querySelectorAll('.md-search-result__item a')].map(a => a.href)"
+    )
 
     def both_pages_found(driver):
         links = driver.execute_script(read_links)
@@ -122,7 +134,9 @@ def test_search_finds_pages(browser, base_url):
 def test_checker_report_picture_loads(browser, base_url):
     browser.get(base_url + "checker/")
     img = browser.find_element(By.CSS_SELECTOR, "img[src$='check-report.png']")
-    WebDriverWait(browser, WAIT_S).until(lambda d: d.execute_script("return arguments[0].complete", img))
+    WebDriverWait(browser, WAIT_S).until(
+        lambda d: d.execute_script("return arguments[0].complete", img)
+    )
     assert browser.execute_script("return arguments[0].naturalWidth", img) > 0
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import dlbridge
-from dlpack_ctypes import DLManagedTensorVersioned, DLTensor, FLAG_READ_ONLY
+from dlpack_ctypes import FLAG_READ_ONLY, DLManagedTensorVersioned, DLTensor
 
 PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
 PyCapsule_GetPointer.restype = ctypes.c_void_p
@@ -18,19 +18,32 @@ PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 SetErrorFn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p)
 AllocatorFn = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.POINTER(DLTensor), ctypes.POINTER(ctypes.POINTER(DLManagedTensorVersioned)),
-    ctypes.c_void_p, SetErrorFn,
+    ctypes.c_int,
+    ctypes.POINTER(DLTensor),
+    ctypes.POINTER(ctypes.POINTER(DLManagedTensorVersioned)),
+    ctypes.c_void_p,
+    SetErrorFn,
 )
 # Entry points that take or return Python objects are called with the GIL held (PYFUNCTYPE);
 # the allocator and the stream query touch no Python object and may be called without it.
-FromPyFn = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(ctypes.POINTER(DLManagedTensorVersioned)))
-ToPyFn = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.POINTER(DLManagedTensorVersioned), ctypes.POINTER(ctypes.py_object))
+FromPyFn = ctypes.PYFUNCTYPE(
+    ctypes.c_int, ctypes.py_object, ctypes.POINTER(ctypes.POINTER(DLManagedTensorVersioned))
+)
+ToPyFn = ctypes.PYFUNCTYPE(
+    ctypes.c_int, ctypes.POINTER(DLManagedTensorVersioned), ctypes.POINTER(ctypes.py_object)
+)
 DLTensorFromPyFn = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.POINTER(DLTensor))
-StreamFn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p))
+StreamFn = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p)
+)
 
 
 class Header(ctypes.Structure):
-    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("prev_api", ctypes.c_void_p)]
+    _fields_ = [
+        ("major", ctypes.c_uint32),
+        ("minor", ctypes.c_uint32),
+        ("prev_api", ctypes.c_void_p),
+    ]
 
 
 class ExchangeAPI(ctypes.Structure):
@@ -59,7 +72,9 @@ def test_table_is_a_class_attribute_of_version_1_3():
     assert (api.header.major, api.header.minor) == (1, 3)
     assert api.header.prev_api is None
     # Looked up on the type; the same table every time (process lifetime).
-    assert PyCapsule_GetPointer(dlbridge.Tensor.__dlpack_c_exchange_api__, b"dlpack_exchange_api") == ctypes.addressof(api)
+    assert PyCapsule_GetPointer(
+        dlbridge.Tensor.__dlpack_c_exchange_api__, b"dlpack_exchange_api"
+    ) == ctypes.addressof(api)
 
 
 def test_managed_tensor_from_py_object_shares_memory_and_keeps_read_only():
@@ -127,7 +142,10 @@ def test_allocator_makes_zeroed_host_tensors():
     out = ctypes.POINTER(DLManagedTensorVersioned)()
     errors = []
     set_error = SetErrorFn(lambda ctx, kind, msg: errors.append((kind, msg)))
-    assert table().managed_tensor_allocator(ctypes.byref(proto), ctypes.byref(out), None, set_error) == 0
+    assert (
+        table().managed_tensor_allocator(ctypes.byref(proto), ctypes.byref(out), None, set_error)
+        == 0
+    )
     assert not errors
     m = out.contents
     values = (ctypes.c_float * 6).from_address(m.dl_tensor.data)
@@ -141,7 +159,10 @@ def test_allocator_refuses_devices_through_set_error():
     out = ctypes.POINTER(DLManagedTensorVersioned)()
     errors = []
     set_error = SetErrorFn(lambda ctx, kind, msg: errors.append((kind, msg)))
-    assert table().managed_tensor_allocator(ctypes.byref(proto), ctypes.byref(out), None, set_error) != 0
+    assert (
+        table().managed_tensor_allocator(ctypes.byref(proto), ctypes.byref(out), None, set_error)
+        != 0
+    )
     assert errors and errors[0][0] == b"BufferError" and b"cuda" in errors[0][1]
 
 

@@ -127,7 +127,9 @@ def test_describe_numpy():
     assert d["library"] == "numpy" and d["device"] == "cpu" and d["device_type"] == 1
     assert d["dtype"] == "float64" and d["shape"] == [2, 3] and d["strides"] == [3, -1]
     assert d["readonly"] is True and d["c_contiguous"] is False and d["aligned"] is True
-    assert {"__dlpack__", "__dlpack_device__", "buffer", "__array_interface__"} <= set(d["protocols"])
+    assert {"__dlpack__", "__dlpack_device__", "buffer", "__array_interface__"} <= set(
+        d["protocols"]
+    )
     assert d["capsule"]["name"] == "dltensor_versioned" and "READ_ONLY" in d["capsule"]["flags"]
     assert d["capsule_version"].startswith("1.")
     assert d["data_ptr"] == a.__array_interface__["data"][0]
@@ -159,7 +161,7 @@ def test_describe_torch_state():
 
 
 def test_describe_jax_speaks_legacy():
-    jax = pytest.importorskip("jax")
+    pytest.importorskip("jax")
     import jax.numpy as jnp
 
     d = dlbridge.describe(jnp.arange(3, dtype=jnp.float32))

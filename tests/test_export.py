@@ -126,7 +126,13 @@ def test_dlpack_version_tuple_subclass_and_numpy_bool_copy():
     assert inspect_capsule(cap)["flags"] & FLAG_IS_COPIED
 
 
-@pytest.mark.parametrize("order", [("max_version", "copy", "dl_device", "stream"), ("stream", "dl_device", "copy", "max_version")])
+@pytest.mark.parametrize(
+    "order",
+    [
+        ("max_version", "copy", "dl_device", "stream"),
+        ("stream", "dl_device", "copy", "max_version"),
+    ],
+)
 def test_dlpack_keyword_order_does_not_matter(order):
     t = dlbridge.from_dlpack(make("float32", (2,)))
     values = {"max_version": (1, 3), "copy": False, "dl_device": (1, 0), "stream": None}
@@ -347,7 +353,9 @@ def test_dtype_codes_exported(dtype):  # C24
         assert info["dtype"] == DLPACK_CODE[dtype] + (1,)
 
 
-@pytest.mark.parametrize("dtype, value", [("uint16", 2**16 - 1), ("uint32", 2**32 - 1), ("uint64", 2**64 - 1)])
+@pytest.mark.parametrize(
+    "dtype, value", [("uint16", 2**16 - 1), ("uint32", 2**32 - 1), ("uint64", 2**64 - 1)]
+)
 def test_unsigned_never_wraps_to_signed(dtype, value):  # C27
     a = np.array([value, 1, value - 1], dtype=dtype)
     t = dlbridge.from_dlpack(a)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import dlbridge
-from dlbridge import namespaces as nsmod
 from dlb_testing import require_sycl
+from dlbridge import namespaces as nsmod
 
 
 def ptr(a: np.ndarray) -> int:
@@ -18,14 +18,39 @@ def _sources():
     """(name, factory) for one 2x3 float32 array of each installed library."""
     out = [("numpy", lambda: np.arange(6, dtype=np.float32).reshape(2, 3))]
     if nsmod.get("torch").installed():
-        out.append(("torch", lambda: __import__("torch").arange(6, dtype=__import__("torch").float32).reshape(2, 3)))
+        out.append(
+            (
+                "torch",
+                lambda: (
+                    __import__("torch").arange(6, dtype=__import__("torch").float32).reshape(2, 3)
+                ),
+            )
+        )
     if nsmod.get("jax").installed():
-        out.append(("jax", lambda: __import__("jax.numpy").numpy.arange(6, dtype="float32").reshape(2, 3)))
+        out.append(
+            ("jax", lambda: __import__("jax.numpy").numpy.arange(6, dtype="float32").reshape(2, 3))
+        )
     if nsmod.get("array_api_strict").installed():
-        out.append(("array_api_strict", lambda: __import__("array_api_strict").reshape(
-            __import__("array_api_strict").arange(6, dtype=__import__("array_api_strict").float32), (2, 3))))
+        out.append(
+            (
+                "array_api_strict",
+                lambda: __import__("array_api_strict").reshape(
+                    __import__("array_api_strict").arange(
+                        6, dtype=__import__("array_api_strict").float32
+                    ),
+                    (2, 3),
+                ),
+            )
+        )
     if nsmod.get("tvm_ffi").installed():
-        out.append(("tvm_ffi", lambda: __import__("tvm_ffi").from_dlpack(np.arange(6, dtype=np.float32).reshape(2, 3))))
+        out.append(
+            (
+                "tvm_ffi",
+                lambda: __import__("tvm_ffi").from_dlpack(
+                    np.arange(6, dtype=np.float32).reshape(2, 3)
+                ),
+            )
+        )
     out.append(("dlbridge", lambda: dlbridge.Tensor(np.arange(6, dtype=np.float32).reshape(2, 3))))
     out.append(("memoryview", lambda: memoryview(np.arange(6, dtype=np.float32).reshape(2, 3))))
     return out
@@ -161,7 +186,9 @@ def test_to_host_of_device_libraries():
     y = dlbridge.to_host(x)  # dpnp has no host arrays: NumPy
     assert isinstance(y, np.ndarray) and y.tolist() == [0.0, 1.0, 2.0, 3.0]
     t = dlbridge.to_host(dlbridge.Tensor(x))  # a dlbridge Tensor stays one
-    assert isinstance(t, dlbridge.Tensor) and t.device == "cpu" and t.tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert (
+        isinstance(t, dlbridge.Tensor) and t.device == "cpu" and t.tolist() == [0.0, 1.0, 2.0, 3.0]
+    )
     if nsmod.get("tvm_ffi").installed():
         import tvm_ffi
 

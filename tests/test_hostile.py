@@ -20,8 +20,9 @@ Python dict and capsule plumbing the fuzzers cannot reach.
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest

@@ -185,7 +185,9 @@ def test_memoryview_readonly():
     assert t.readonly
 
 
-@pytest.mark.parametrize("name", ["contiguous", "transposed", "neg_cols", "step2d", "scalar0d", "zero_size", "offset"])
+@pytest.mark.parametrize(
+    "name", ["contiguous", "transposed", "neg_cols", "step2d", "scalar0d", "zero_size", "offset"]
+)
 def test_array_interface_source(name):
     from dlb_testing import LAYOUTS
 
@@ -385,7 +387,9 @@ def test_reassigned_dlpack_method_is_called(collect):
     assert_tensor_like(dlbridge.from_dlpack(p), a)
     Producer.__dlpack__ = lambda self, **kw: b.__dlpack__(**kw)
     assert_tensor_like(dlbridge.from_dlpack(p), b)
-    p.__dlpack__ = lambda **kw: a.__dlpack__(**kw)  # an instance attribute wins, as in p.__dlpack__()
+    p.__dlpack__ = lambda **kw: a.__dlpack__(
+        **kw
+    )  # an instance attribute wins, as in p.__dlpack__()
     assert_tensor_like(dlbridge.from_dlpack(p), a)
 
 
@@ -499,7 +503,6 @@ def test_versioned_unknown_flag_bits_ignored(collect):
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("major", [0, 2, 99])
 def test_unknown_major_version(major, collect):  # C17
-    a = make("float32", (2, 3))
     # garbage in every field after the ABI-stable prefix: must not be read
     fake = FakeManagedTensor(
         data_ptr=0xDEAD0000, shape=(2, 3), strides=(3, 1), ndim=-7, dtype=(250, 3, 0),
@@ -787,7 +790,9 @@ def test_unreachable_device_is_valid_tensor(device, name, collect):
         assert t.device == name
     assert t.__dlpack_device__() == device
     assert t.shape == (2, 3) and t.dtype == "float32" and t.strides == (3, 1)
-    for access in (lambda: memoryview(t), lambda: t.tolist(), lambda: t.__array_interface__):
+    # t is deleted further down, after its last use here (ruff's F821 does not see the order)
+    for access in (lambda: memoryview(t), lambda: t.tolist(),  # noqa: F821
+                   lambda: t.__array_interface__):  # noqa: F821
         with pytest.raises(BufferError) as ei:
             access()
         assert 'device="cpu"' in str(ei.value) or "device='cpu'" in str(ei.value)

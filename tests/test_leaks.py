@@ -97,7 +97,7 @@ def test_failing_exports_do_not_grow_memory():  # C21
 
     def step(i):
         try:
-            t.__dlpack__(max_version=(1, 0))
+            t.__dlpack__(max_version=(1, 0))  # noqa: F821 - deleted below, after the loop
         except BufferError:
             return
         raise AssertionError("float8 exported to a DLPack 1.0 consumer")

@@ -252,10 +252,16 @@ def test_to_numpy_of_torch_tensors_matches(copy):
 @pytest.mark.parametrize("copy", [None, True, False])
 def test_to_numpy_of_pyarrow_arrays_matches(copy):
     pa = pytest.importorskip("pyarrow")
-    for a in (pa.array([1.5, 2.5, 3.5]), pa.array([1, 2, 3], type=pa.int16()),
-              pa.array([True, False, True]), pa.array([1, None, 3]), pa.array([], type=pa.float64()),
-              pa.chunked_array([[1, 2], [3]]), pa.array(np.arange(10.0))[3:7],
-              pa.array([1, 2], type=pa.uint8())):
+    for a in (
+        pa.array([1.5, 2.5, 3.5]),
+        pa.array([1, 2, 3], type=pa.int16()),
+        pa.array([True, False, True]),
+        pa.array([1, None, 3]),
+        pa.array([], type=pa.float64()),
+        pa.chunked_array([[1, 2], [3]]),
+        pa.array(np.arange(10.0))[3:7],
+        pa.array([1, 2], type=pa.uint8()),
+    ):
         same_result(a, copy)
 
 

@@ -30,7 +30,12 @@ def raw_bytes(t) -> bytes:
 
 def assert_same_tensor(u, t) -> None:
     assert type(u) is dlbridge.Tensor
-    assert (u.shape, u.dtype, u.readonly, u.dim_names) == (t.shape, t.dtype, t.readonly, t.dim_names)
+    assert (u.shape, u.dtype, u.readonly, u.dim_names) == (
+        t.shape,
+        t.dtype,
+        t.readonly,
+        t.dim_names,
+    )
     assert u.nbytes == t.nbytes
     assert raw_bytes(u) == raw_bytes(t)
 
@@ -358,11 +363,15 @@ ints = st.one_of(
     shape=st.lists(ints, max_size=4),
     strides=st.lists(ints, max_size=4),
     offset=st.one_of(st.integers(0, 80), st.just(1 << 40)),
-    dtype=st.tuples(st.integers(0, 20), st.sampled_from([1, 4, 6, 8, 16, 32, 64, 128]), st.integers(0, 3)),
+    dtype=st.tuples(
+        st.integers(0, 20), st.sampled_from([1, 4, 6, 8, 16, 32, 64, 128]), st.integers(0, 3)
+    ),
     length=st.integers(0, 80),
     padded=st.booleans(),
 )
-def test_no_tampering_yields_a_view_outside_the_buffer(shape, strides, offset, dtype, length, padded):
+def test_no_tampering_yields_a_view_outside_the_buffer(
+    shape, strides, offset, dtype, length, padded
+):
     _, _, metadata = reduced(dlbridge.from_dlpack(make("uint8", (4,))))
     metadata[1:6] = [dtype, shape, strides, offset, padded]
     payload = bytearray(range(length))

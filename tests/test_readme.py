@@ -30,7 +30,9 @@ def test_readme_tour_runs_as_written():
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     runner.run(test)
     result = runner.summarize(verbose=False)
-    assert result.failed == 0, f"{result.failed} of {result.attempted} tour lines differ (see above)"
+    assert result.failed == 0, (
+        f"{result.failed} of {result.attempted} tour lines differ (see above)"
+    )
 
 
 def pages_with_examples() -> list[Path]:
@@ -50,7 +52,9 @@ def test_docs_examples_run_as_written(page):
     runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.attempted >= 3
-    assert result.failed == 0, f"{result.failed} of {result.attempted} example lines differ (see above)"
+    assert result.failed == 0, (
+        f"{result.failed} of {result.attempted} example lines differ (see above)"
+    )
 
 
 def user_facing_texts() -> list[Path]:

@@ -289,7 +289,9 @@ def test_contiguity_matches_numpy(name):  # zero-size: see test_zero_size
 # tolist / repr
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", NUMPY_DTYPES)
-@pytest.mark.parametrize("name", ["contiguous", "neg_cols", "step2d", "scalar0d", "zero_size", "size1_dims"])
+@pytest.mark.parametrize(
+    "name", ["contiguous", "neg_cols", "step2d", "scalar0d", "zero_size", "size1_dims"]
+)
 def test_tolist(dtype, name):  # C24 (bool stays bool)
     a = LAYOUTS[name](dtype)
     t = dlbridge.from_dlpack(a)

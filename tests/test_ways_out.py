@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pickle
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest

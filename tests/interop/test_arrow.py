@@ -114,8 +114,12 @@ def tensor_of(a: np.ndarray):
 # pyarrow -> dlbridge
 # ============================================================================================
 @pytest.mark.parametrize("dtype", PRIMITIVES)
-@pytest.mark.parametrize("sl", [None, (3, 4), (0, 0), (9, 1)], ids=["whole", "slice", "empty", "last"])
-@pytest.mark.parametrize("wrap", [None, OnlyArray, DeviceArrayProducer], ids=["pa", "c_array", "c_device_array"])
+@pytest.mark.parametrize(
+    "sl", [None, (3, 4), (0, 0), (9, 1)], ids=["whole", "slice", "empty", "last"]
+)
+@pytest.mark.parametrize(
+    "wrap", [None, OnlyArray, DeviceArrayProducer], ids=["pa", "c_array", "c_device_array"]
+)
 def test_primitive_arrays_import_zero_copy_read_only(dtype, sl, wrap):
     ref = make(dtype, (10,))
     arr = pa.array(ref)
@@ -280,7 +284,11 @@ def test_involutive_permutations_agree_with_pyarrow(perm):
     storage = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(2 * n, dtype=np.float32)), n)
     arr = pa.ExtensionArray.from_storage(ty, storage)
     t = dlbridge.from_dlpack(arr)
-    spec = np.arange(2 * n, dtype=np.float32).reshape(2, *physical).transpose(0, *(p + 1 for p in perm))
+    spec = (
+        np.arange(2 * n, dtype=np.float32)
+        .reshape(2, *physical)
+        .transpose(0, *(p + 1 for p in perm))
+    )
     assert_values_equal(np.from_dlpack(t), spec)
     assert_values_equal(np.from_dlpack(t), arr.to_numpy_ndarray())
     assert t.data_ptr == values_address(storage.values)
@@ -296,7 +304,9 @@ def test_non_involutive_permutation_follows_the_spec():
     arr = pa.ExtensionArray.from_storage(ty, storage)
     t = dlbridge.from_dlpack(arr)
     assert t.shape == (1, 4, 2, 3)
-    assert_values_equal(np.from_dlpack(t), np.arange(24.0).reshape(1, 2, 3, 4).transpose(0, 3, 1, 2))
+    assert_values_equal(
+        np.from_dlpack(t), np.arange(24.0).reshape(1, 2, 3, 4).transpose(0, 3, 1, 2)
+    )
     theirs = np.from_dlpack(arr)
     assert theirs.shape == t.shape and theirs.strides != np.from_dlpack(t).strides
 
@@ -455,7 +465,10 @@ def _cuda_driver_present() -> bool:
         return False
 
 
-@pytest.mark.skipif(_cuda_driver_present(), reason="a CUDA driver is present: a fake event handle would be handed to it")
+@pytest.mark.skipif(
+    _cuda_driver_present(),
+    reason="a CUDA driver is present: a fake event handle would be handed to it",
+)
 def test_cuda_sync_event_without_a_driver_is_a_buffer_error():
     src = dlbridge.from_dlpack(np.arange(3, dtype=np.float32))
     with pytest.raises(BufferError, match="cuEventSynchronize"):
@@ -471,7 +484,10 @@ def _cuda_available() -> bool:
         return False
 
 
-@pytest.mark.skipif(not _cuda_available(), reason="needs a CUDA GPU (none on this machine); C53 logic is unit-tested on the CPU")
+@pytest.mark.skipif(
+    not _cuda_available(),
+    reason="needs a CUDA GPU (none on this machine); C53 logic is unit-tested on the CPU",
+)
 def test_cuda_device_array_with_sync_event_round_trip():  # C53
     import torch
 
@@ -538,7 +554,9 @@ def test_layouts_export_with_the_right_values(name, dtype):
 def test_transposed_cells_export_zero_copy_with_a_permutation(make_a, permutation):
     a = make_a()
     arr = pa.array(tensor_of(a))
-    assert arr.type.permutation in ([permutation] if permutation else [None, list(range(a.ndim - 1))])
+    assert arr.type.permutation in (
+        [permutation] if permutation else [None, list(range(a.ndim - 1))]
+    )
     n = arr.to_numpy_ndarray()
     assert_values_equal(n, a)
     assert arr.storage.values.buffers()[1].address == a.ctypes.data  # zero-copy
@@ -610,7 +628,9 @@ def test_requested_schema_bit_packed_bool_and_storage():  # C51 (our producer ho
     "make_t",
     [
         lambda: tensor_of(np.ones(3, np.complex64)),
-        lambda: dlbridge.from_dlpack(pytest.importorskip("torch").ones(3, dtype=pytest.importorskip("torch").bfloat16)),
+        lambda: dlbridge.from_dlpack(
+            pytest.importorskip("torch").ones(3, dtype=pytest.importorskip("torch").bfloat16)
+        ),
         lambda: tensor_of(np.float32(1.0).reshape(())),
     ],
     ids=["complex64", "bfloat16", "0d"],
@@ -647,7 +667,7 @@ def test_capsules_are_single_use_and_unconsumed_ones_release(collect):
     t = tensor_of(a)
     schema, array = t.__arrow_c_array__()
     pa.Array._import_from_c_capsule(schema, array)
-    with pytest.raises(Exception):  # already moved out: released, never read again (C47)
+    with pytest.raises(Exception):  # noqa: B017 - whatever pyarrow raises; already moved out: released, never read again (C47)
         pa.Array._import_from_c_capsule(schema, array)
     schema, array = t.__arrow_c_device_array__()
     del schema, array, t  # never consumed: the capsule destructors release
@@ -875,7 +895,12 @@ class DeviceStreamProducer:
             self.releases += 1
             ctypes.c_void_p.from_address(stream + 32).value = None
 
-        self.callbacks = (GET_SCHEMA(get_schema), GET_NEXT(get_next), GET_LAST_ERROR(get_last_error), RELEASE(release))
+        self.callbacks = (
+            GET_SCHEMA(get_schema),
+            GET_NEXT(get_next),
+            GET_LAST_ERROR(get_last_error),
+            RELEASE(release),
+        )
         self.struct = DeviceArrayStream(device_type, *self.callbacks, None)
         new = ctypes.pythonapi.PyCapsule_New
         new.restype = ctypes.py_object
@@ -910,7 +935,9 @@ def test_device_stream_is_taken_before_the_host_stream():
 
 
 def test_device_stream_host_chunks_are_joined_into_a_copy():
-    chunked = pa.chunked_array([pa.array([1, 2], pa.int32()), pa.array([3], pa.int32()), pa.array([4, None], pa.int32())])
+    chunked = pa.chunked_array(
+        [pa.array([1, 2], pa.int32()), pa.array([3], pa.int32()), pa.array([4, None], pa.int32())]
+    )
     producer = DeviceStreamProducer(chunked.slice(0, 4))
     t = dlbridge.from_dlpack(producer)
     assert t.tolist() == [1, 2, 3, 4] and t.is_copied and not t.readonly
@@ -918,14 +945,22 @@ def test_device_stream_host_chunks_are_joined_into_a_copy():
         dlbridge.from_dlpack(DeviceStreamProducer(chunked.slice(0, 4)), copy=False)
     with pytest.raises(BufferError, match="fill_null"):
         dlbridge.from_dlpack(DeviceStreamProducer(chunked))
-    assert dlbridge.from_arrow(DeviceStreamProducer(chunked), fill_null=0).tolist() == [1, 2, 3, 4, 0]
+    assert dlbridge.from_arrow(DeviceStreamProducer(chunked), fill_null=0).tolist() == [
+        1,
+        2,
+        3,
+        4,
+        0,
+    ]
 
 
 def test_device_stream_chunks_on_a_device_one_or_several():
     one = DeviceStreamProducer(pa.chunked_array([pa.array([1.0, 2.0])]), device_type=2)
     t = dlbridge.from_dlpack(one)
     assert str(t.device) == "cuda:0" and t.shape == (2,)
-    several = DeviceStreamProducer(pa.chunked_array([pa.array([1.0]), pa.array([2.0])]), device_type=2)
+    several = DeviceStreamProducer(
+        pa.chunked_array([pa.array([1.0]), pa.array([2.0])]), device_type=2
+    )
     with pytest.raises(BufferError, match="several chunks"):
         dlbridge.from_dlpack(several)
     assert several.releases == 1

@@ -27,10 +27,12 @@ def reference(arr, fill, dtype) -> np.ndarray:
     return np.where(valid, values, fill).astype(dtype)
 
 
-def fsl(values, size, mask=None, value_type=pa.int32()):
+def fsl(values, size, mask=None, value_type=pa.int32()):  # noqa: B008 - an immutable type
     """A FixedSizeList array with null cells where ``mask`` is True."""
     child = pa.array(values, value_type)
-    return pa.FixedSizeListArray.from_arrays(child, size, mask=None if mask is None else pa.array(mask))
+    return pa.FixedSizeListArray.from_arrays(
+        child, size, mask=None if mask is None else pa.array(mask)
+    )
 
 
 # ----------------------------------------------------------------------------- the default
@@ -56,7 +58,9 @@ def test_not_arrow_is_a_type_error_naming_from_dlpack():
 # ------------------------------------------------------------------------------- fill_null
 @pytest.mark.parametrize("dtype", INTS + FLOATS)
 def test_fill_matches_numpy_on_sliced_arrays(dtype):
-    arr = pa.array([1, None, 3, 4, None, 6, 7, None], pa.from_numpy_dtype(np.dtype(dtype))).slice(1, 6)
+    arr = pa.array([1, None, 3, 4, None, 6, 7, None], pa.from_numpy_dtype(np.dtype(dtype))).slice(
+        1, 6
+    )
     t = dlbridge.from_arrow(arr, fill_null=9)
     assert t.is_copied and not t.readonly and t.is_c_contiguous
     assert_values_equal(np.from_dlpack(t), reference(arr, 9, dtype))
@@ -105,9 +109,16 @@ def test_unrepresentable_fill_values_are_refused(value, dtype, exc):
 
 
 def test_representable_edge_values():
-    assert dlbridge.from_arrow(pa.array([None], pa.uint64()), fill_null=2**64 - 1).tolist() == [2**64 - 1]
-    assert dlbridge.from_arrow(pa.array([None], pa.int8()), fill_null=np.int8(-128)).tolist() == [-128]
-    assert dlbridge.from_arrow(pa.array([None, 1.0], pa.float32()), fill_null=float("nan")).tolist()[1] == 1.0
+    assert dlbridge.from_arrow(pa.array([None], pa.uint64()), fill_null=2**64 - 1).tolist() == [
+        2**64 - 1
+    ]
+    assert dlbridge.from_arrow(pa.array([None], pa.int8()), fill_null=np.int8(-128)).tolist() == [
+        -128
+    ]
+    assert (
+        dlbridge.from_arrow(pa.array([None, 1.0], pa.float32()), fill_null=float("nan")).tolist()[1]
+        == 1.0
+    )
     assert dlbridge.from_arrow(pa.array([None], pa.float64()), fill_null=3).tolist() == [3.0]
 
 
@@ -117,7 +128,9 @@ def test_bit_packed_bools_fill_and_mask():
     assert t.dtype.name == "bool"
     assert_values_equal(np.from_dlpack(t), reference(arr, True, bool))
     values, valid = dlbridge.from_arrow(arr, with_validity=True)
-    assert np.from_dlpack(valid).tolist() == (~arr.is_null().to_numpy(zero_copy_only=False)).tolist()
+    assert (
+        np.from_dlpack(valid).tolist() == (~arr.is_null().to_numpy(zero_copy_only=False)).tolist()
+    )
 
 
 def test_null_cells_fill_the_whole_cell_and_child_nulls_count():
@@ -125,7 +138,12 @@ def test_null_cells_fill_the_whole_cell_and_child_nulls_count():
     t = dlbridge.from_arrow(arr, fill_null=-1)
     assert np.from_dlpack(t).tolist() == [[1, 2], [-1, -1], [5, 6], [7, 8]]
     values, valid = dlbridge.from_arrow(arr, with_validity=True)
-    assert np.from_dlpack(valid).tolist() == [[True, True], [False, False], [True, True], [True, True]]
+    assert np.from_dlpack(valid).tolist() == [
+        [True, True],
+        [False, False],
+        [True, True],
+        [True, True],
+    ]
     assert values.readonly and values.data_ptr == arr.values.buffers()[1].address
     # child nulls inside a valid cell
     child_nulls = fsl([1, None, 3, 4], 2)
@@ -136,7 +154,11 @@ def test_null_cells_fill_the_whole_cell_and_child_nulls_count():
 
 
 def test_nested_fixed_size_lists_with_nulls_at_each_level():
-    inner = pa.FixedSizeListArray.from_arrays(pa.array([1, 2, None, 4, 5, 6, 7, 8], pa.int64()), 2, mask=pa.array([False, False, False, True]))
+    inner = pa.FixedSizeListArray.from_arrays(
+        pa.array([1, 2, None, 4, 5, 6, 7, 8], pa.int64()),
+        2,
+        mask=pa.array([False, False, False, True]),
+    )
     outer = pa.FixedSizeListArray.from_arrays(inner, 2, mask=pa.array([True, False]))
     t = dlbridge.from_arrow(outer, fill_null=0)
     assert t.tolist() == [[[0, 0], [0, 0]], [[5, 6], [0, 0]]]
@@ -147,7 +169,9 @@ def test_fixed_shape_tensor_null_cells(perm):
     physical = [2, 3, 4][: 2 if perm is None or len(perm) == 2 else 3]
     n = int(np.prod(physical))
     ty = pa.fixed_shape_tensor(pa.float32(), physical, permutation=perm)
-    storage = fsl(np.arange(3 * n, dtype=np.float32), n, mask=[False, True, False], value_type=pa.float32())
+    storage = fsl(
+        np.arange(3 * n, dtype=np.float32), n, mask=[False, True, False], value_type=pa.float32()
+    )
     arr = pa.ExtensionArray.from_storage(ty, storage)
     with pytest.raises(BufferError, match="null cell"):
         dlbridge.from_dlpack(arr)
@@ -166,7 +190,13 @@ def test_fixed_shape_tensor_null_cells(perm):
 
 
 def test_chunked_arrays_fill_and_join_masks():
-    chunked = pa.chunked_array([pa.array([1, None], pa.int32()), pa.array([3, 4], pa.int32()), pa.array([None], pa.int32())])
+    chunked = pa.chunked_array(
+        [
+            pa.array([1, None], pa.int32()),
+            pa.array([3, 4], pa.int32()),
+            pa.array([None], pa.int32()),
+        ]
+    )
     t = dlbridge.from_arrow(chunked, fill_null=0)
     assert t.tolist() == [1, 0, 3, 4, 0]
     values, valid = dlbridge.from_arrow(chunked, with_validity=True)
@@ -191,7 +221,9 @@ def test_with_validity_is_zero_copy_and_all_true_without_nulls():
 
 
 def test_with_validity_and_fill_together():
-    values, valid = dlbridge.from_arrow(pa.array([None, 2], pa.int64()), fill_null=7, with_validity=True)
+    values, valid = dlbridge.from_arrow(
+        pa.array([None, 2], pa.int64()), fill_null=7, with_validity=True
+    )
     assert values.tolist() == [7, 2] and valid.tolist() == [False, True]
 
 
@@ -240,13 +272,17 @@ def test_fill_equals_numpy_reference(case):
     t = dlbridge.from_arrow(arr, fill_null=fill)
     assert_values_equal(np.from_dlpack(t), reference(arr, fill, dtype))
     _, valid = dlbridge.from_arrow(arr, with_validity=True)
-    assert np.from_dlpack(valid).tolist() == (~arr.is_null().to_numpy(zero_copy_only=False)).tolist()
+    assert (
+        np.from_dlpack(valid).tolist() == (~arr.is_null().to_numpy(zero_copy_only=False)).tolist()
+    )
 
 
 # =============================================================================== dim_names
 def fst(dim_names, permutation=None, physical=(2, 3, 4), rows=2):
     n = int(np.prod(physical))
-    ty = pa.fixed_shape_tensor(pa.float32(), list(physical), dim_names=dim_names, permutation=permutation)
+    ty = pa.fixed_shape_tensor(
+        pa.float32(), list(physical), dim_names=dim_names, permutation=permutation
+    )
     storage = fsl(np.arange(rows * n, dtype=np.float32), n, value_type=pa.float32())
     return pa.ExtensionArray.from_storage(ty, storage)
 
@@ -256,7 +292,10 @@ def test_dim_names_are_logical_and_round_trip():
     t = dlbridge.from_dlpack(arr)
     assert t.dim_names == ("", "C", "H", "W")
     back = pa.array(t)
-    assert back.type.dim_names == ["C", "H", "W"] and back.storage.values.buffers()[1].address == t.data_ptr
+    assert (
+        back.type.dim_names == ["C", "H", "W"]
+        and back.storage.values.buffers()[1].address == t.data_ptr
+    )
     assert dlbridge.Tensor(arr).dim_names == t.dim_names
     assert dlbridge.from_arrow(arr).dim_names == t.dim_names
 
@@ -276,7 +315,14 @@ def test_permuted_dim_names_follow_the_permutation(perm):
 def test_dim_names_survive_copies_and_go_with_shape_changes():
     t = dlbridge.from_dlpack(fst(["C", "H", "W"], [2, 1, 0]))
     names = t.dim_names
-    for kept in (t.copy(), t.copy("F"), t.contiguous(), t.to_device("cpu"), t.view("int32"), dlbridge.from_dlpack(t, copy=True)):
+    for kept in (
+        t.copy(),
+        t.copy("F"),
+        t.contiguous(),
+        t.to_device("cpu"),
+        t.view("int32"),
+        dlbridge.from_dlpack(t, copy=True),
+    ):
         assert kept.dim_names == names
     # a C-order copy exports the same logical names, now without a permutation
     back = pa.array(t.contiguous())
@@ -297,4 +343,9 @@ def test_chunked_fixed_shape_tensor_keeps_names_and_validity_has_them():
     arr = fst(["x", "y", "z"])
     chunked = pa.chunked_array([arr, arr])
     values, valid = dlbridge.from_arrow(chunked, with_validity=True)
-    assert values.shape == (4, 2, 3, 4) and values.dim_names == valid.dim_names == ("", "x", "y", "z")
+    assert values.shape == (4, 2, 3, 4) and values.dim_names == valid.dim_names == (
+        "",
+        "x",
+        "y",
+        "z",
+    )

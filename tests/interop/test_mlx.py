@@ -148,7 +148,9 @@ def test_checker_runs_mlx_as_producer_and_consumer(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(out.read_text())
     assert "mlx" in doc["libraries"]
-    by = {(r["producer"], r["consumer"], r["case"], r["route"]): r["status"] for r in doc["results"]}
+    by = {
+        (r["producer"], r["consumer"], r["case"], r["route"]): r["status"] for r in doc["results"]
+    }
     for route in ("direct", "dlbridge"):
         assert by[("mlx", "numpy", "dtype/float32", route)] == "pass"
         assert by[("numpy", "mlx", "dtype/float32", route)] == "pass"

@@ -183,7 +183,9 @@ def test_checker_runs_paddle_as_producer_and_consumer(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(out.read_text())
     assert "paddle" in doc["libraries"]
-    by = {(r["producer"], r["consumer"], r["case"], r["route"]): r["status"] for r in doc["results"]}
+    by = {
+        (r["producer"], r["consumer"], r["case"], r["route"]): r["status"] for r in doc["results"]
+    }
     for route in ("direct", "dlbridge"):
         assert by[("paddle", "numpy", "dtype/float32", route)] == "pass"
         assert by[("numpy", "paddle", "dtype/float32", route)] == "pass"

@@ -53,7 +53,18 @@ def _sycl_ok() -> bool:
 
 
 TARGETS = [
-    n for n in ("numpy", "torch", "jax", "pyarrow", "dpnp", "array_api_strict", "tvm_ffi", "tensorflow", "dlbridge")
+    n
+    for n in (
+        "numpy",
+        "torch",
+        "jax",
+        "pyarrow",
+        "dpnp",
+        "array_api_strict",
+        "tvm_ffi",
+        "tensorflow",
+        "dlbridge",
+    )
     if nsmod.get(n).installed() and (n != "dpnp" or _sycl_ok())
 ]
 SOURCES = TARGETS  # the same libraries as producers
@@ -77,7 +88,10 @@ CASES: list[tuple[str, L.Recipe]] = [(dt, L.Recipe(dtype=dt)) for dt in DTYPES] 
     ("fortran", L.Recipe("float64", (4, 25), order="F")),
     ("neg_cols", L.Recipe("float32", (3, 4), ops=(("ix", N + (slice(None, None, -1),)),))),  # C1
     ("neg_1d", L.Recipe("int32", (10,), ops=(("ix", (slice(None, None, -1),)),))),  # C2
-    ("step", L.Recipe("float64", (4, 6), ops=(("ix", (slice(None, None, 2), slice(None, None, 3))),))),
+    (
+        "step",
+        L.Recipe("float64", (4, 6), ops=(("ix", (slice(None, None, 2), slice(None, None, 3))),)),
+    ),
     ("step_1d", L.Recipe("int16", (12,), ops=(("ix", (slice(None, None, 2),)),))),
     ("offset", L.Recipe("float32", (4, 6), ops=(("ix", (slice(1, None), slice(2, None))),))),
     ("offset_1d", L.Recipe("uint16", (10,), ops=(("ix", (slice(3, None),)),))),
@@ -88,11 +102,23 @@ CASES: list[tuple[str, L.Recipe]] = [(dt, L.Recipe(dtype=dt)) for dt in DTYPES] 
     ("shift8", L.Recipe("float64", (3, 4), ops=(("shift8",),))),  # C40: not 64-byte aligned
     ("misalign", L.Recipe("int32", (5,), ops=(("misalign",),))),  # C40: not item-aligned
     ("readonly", L.Recipe("float64", (3, 4), readonly=True)),  # C15 C16
-    ("readonly_neg", L.Recipe("float32", (3, 4), ops=(("ix", N + (slice(None, None, -1),)),), readonly=True)),
+    (
+        "readonly_neg",
+        L.Recipe("float32", (3, 4), ops=(("ix", N + (slice(None, None, -1),)),), readonly=True),
+    ),
     ("readonly_uint32", L.Recipe("uint32", (6,), readonly=True)),  # C27
 ]
 #: cases also run with copy=True (all run with None and False)
-COPY_TRUE = {"float32", "bool", "bfloat16", "transposed", "neg_cols", "readonly", "scalar0d", "zero_size"}
+COPY_TRUE = {
+    "float32",
+    "bool",
+    "bfloat16",
+    "transposed",
+    "neg_cols",
+    "readonly",
+    "scalar0d",
+    "zero_size",
+}
 
 ADAPTERS = L.by_name()
 
@@ -267,7 +293,9 @@ def check_case(src: str, dst: str, name: str, recipe: L.Recipe, problems: list[s
         if not plan.possible:
             problems.append(f"{tag}: explain said impossible ({plan.reason}) but convert worked")
         elif done.copies > plan.copies or (not device and done.copies != plan.copies):
-            problems.append(f"{tag}: explain planned {plan.copies} copies, convert made {done.copies}")
+            problems.append(
+                f"{tag}: explain planned {plan.copies} copies, convert made {done.copies}"
+            )
         if not RESULT_TYPES[dst](y):
             problems.append(f"{tag}: result type {type(y).__module__}.{type(y).__name__}")
             continue
@@ -282,7 +310,9 @@ def check_case(src: str, dst: str, name: str, recipe: L.Recipe, problems: list[s
         if size and rptr is not None and sptr is not None:
             aliased = rptr == sptr
             if aliased != (done.copies == 0):
-                problems.append(f"{tag}: aliased={aliased} but the plan reports {done.copies} copies")
+                problems.append(
+                    f"{tag}: aliased={aliased} but the plan reports {done.copies} copies"
+                )
             if copy is True and aliased:
                 problems.append(f"{tag}: copy=True returned an alias")
             if copy is False and not aliased:

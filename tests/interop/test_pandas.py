@@ -25,7 +25,18 @@ pytest.importorskip("pyarrow")  # pandas' Arrow export needs it
 
 import dlbridge  # noqa: E402
 
-NUMERIC = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"]
+NUMERIC = [
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
+]
 
 
 def block_address(s) -> int:
@@ -108,7 +119,9 @@ def test_dlbridge_to_pandas_series_shares_memory(dtype):
 def test_dlbridge_to_pandas_dataframe_and_read_only_stays_read_only():
     a = np.arange(12.0).reshape(3, 4)
     df = dlbridge.convert(a, "pandas")
-    assert isinstance(df, pd.DataFrame) and df.shape == (3, 4) and df.to_numpy().tolist() == a.tolist()
+    assert (
+        isinstance(df, pd.DataFrame) and df.shape == (3, 4) and df.to_numpy().tolist() == a.tolist()
+    )
     ro = np.arange(4.0)
     ro.flags.writeable = False
     s = dlbridge.convert(ro, "pandas")
@@ -162,7 +175,9 @@ def test_checker_runs_pandas_as_producer_and_consumer(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(out.read_text())
     assert "pandas" in doc["libraries"]
-    by = {(r["producer"], r["consumer"], r["case"], r["route"]): r["status"] for r in doc["results"]}
+    by = {
+        (r["producer"], r["consumer"], r["case"], r["route"]): r["status"] for r in doc["results"]
+    }
     assert by[("pandas", "numpy", "dtype/float32", "dlbridge")] == "pass"
     assert by[("numpy", "pandas", "dtype/float32", "dlbridge")] == "pass"
     assert by[("pandas", "numpy", "dtype/float32", "direct")] == "unsupported"  # no __dlpack__

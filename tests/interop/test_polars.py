@@ -83,7 +83,9 @@ def test_booleans_are_unpacked_by_a_copy():
 
 
 def test_several_chunks_are_joined_into_a_copy():
-    s = pl.concat([pl.Series([1, 2], dtype=pl.Int64), pl.Series([3], dtype=pl.Int64)], rechunk=False)
+    s = pl.concat(
+        [pl.Series([1, 2], dtype=pl.Int64), pl.Series([3], dtype=pl.Int64)], rechunk=False
+    )
     assert s.n_chunks() == 2
     t = dlbridge.from_dlpack(s)
     assert (t.tolist(), t.is_copied, t.readonly) == ([1, 2, 3], True, False)

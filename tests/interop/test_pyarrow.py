@@ -49,7 +49,9 @@ def _values_address(arr) -> int:
 # pyarrow -> dlbridge
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", ARROW_PRIMITIVES)
-@pytest.mark.parametrize("sl", [None, (2, 5), (0, 0), (9, 1)], ids=["whole", "slice", "empty", "last"])
+@pytest.mark.parametrize(
+    "sl", [None, (2, 5), (0, 0), (9, 1)], ids=["whole", "slice", "empty", "last"]
+)
 def test_pyarrow_array_to_dlbridge(dtype, sl):
     ref = make(dtype, (10,))
     arr = pa.array(ref)
@@ -235,7 +237,10 @@ def test_pa_array_of_read_only_tensors_is_immutable(make_a, readonly):  # C12 C1
 
 def test_pa_array_of_a_writable_tensor_is_like_pa_array_of_numpy():
     a = np.arange(4, dtype=np.float64)
-    assert pa.array(dlbridge.from_dlpack(a)).buffers()[1].is_mutable == pa.array(a).buffers()[1].is_mutable
+    assert (
+        pa.array(dlbridge.from_dlpack(a)).buffers()[1].is_mutable
+        == pa.array(a).buffers()[1].is_mutable
+    )
 
 
 @pytest.mark.parametrize("make_a", [lambda: np.arange(1000, dtype=np.int64),
@@ -249,7 +254,9 @@ def test_pa_array_keeps_the_tensor_memory_alive(collect, make_a):
     r = pa.array(t)
     del a, t
     collect()
-    flat = r.to_numpy(zero_copy_only=False) if r.type == pa.int64() else r.storage.flatten().to_numpy()
+    flat = (
+        r.to_numpy(zero_copy_only=False) if r.type == pa.int64() else r.storage.flatten().to_numpy()
+    )
     np.testing.assert_array_equal(flat, want)
 
 

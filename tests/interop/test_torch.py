@@ -168,7 +168,9 @@ def test_torch_float8_negotiation(tdtype, name, code):  # C26
     except BufferError:
         pass
     else:
-        assert hasattr(type(t), "__dlpack_c_exchange_api__"), "float8 exported for max_version=(1, 0)"
+        assert hasattr(type(t), "__dlpack_c_exchange_api__"), (
+            "float8 exported for max_version=(1, 0)"
+        )
         assert via_torch.dtype == tdtype and torch.equal(via_torch.float(), tt.float())
     with pytest.raises(BufferError):
         t.__dlpack__(max_version=(1, 0))
@@ -181,7 +183,9 @@ def test_torch_float8_negotiation(tdtype, name, code):  # C26
     assert back.data_ptr() == tt.data_ptr()
 
 
-@pytest.mark.parametrize("tdtype, value", [(torch.uint16, 65535), (torch.uint32, 2**32 - 1), (torch.uint64, 2**63 + 5)])
+@pytest.mark.parametrize(
+    "tdtype, value", [(torch.uint16, 65535), (torch.uint32, 2**32 - 1), (torch.uint64, 2**63 + 5)]
+)
 def test_torch_unsigned_no_wrap(tdtype, value):  # C27
     tt = torch.tensor([value, 1], dtype=tdtype)
     t = dlbridge.from_dlpack(tt)

@@ -114,7 +114,9 @@ def test_warp_round_trip_through_convert():
     assert dlbridge.convert(x, "warp") is x
 
 
-@pytest.mark.skipif("not has_cuda()", reason="needs a CUDA device (warp found none: no GPU or no driver here)")
+@pytest.mark.skipif(
+    "not has_cuda()", reason="needs a CUDA device (warp found none: no GPU or no driver here)"
+)
 def test_warp_cuda_array_interface_and_dlpack():
     x = warp_of(np.arange(6.0), device="cuda:0")
     cai = x.__cuda_array_interface__
@@ -157,7 +159,9 @@ def test_checker_runs_warp_as_producer_and_consumer(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(out.read_text())
     assert "warp" in doc["libraries"]
-    by = {(r["producer"], r["consumer"], r["case"], r["route"]): r["status"] for r in doc["results"]}
+    by = {
+        (r["producer"], r["consumer"], r["case"], r["route"]): r["status"] for r in doc["results"]
+    }
     for route in ("direct", "dlbridge"):
         assert by[("warp", "numpy", "dtype/float32", route)] == "pass"
         assert by[("numpy", "warp", "dtype/float32", route)] == "pass"
