@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use arbitrary::{Arbitrary, Result as ArbResult, Unstructured};
 use dlbridge::arrow::{
-    concatenate, export as arrow_export, tensor_from_arrow, tensor_type, ExportOptions,
+    concatenate, export as arrow_export, tensor_from_arrow, ExportOptions,
 };
 use dlbridge::arrow::{ArrowData, OwnedArray, OwnedSchema, OwnedStream, SchemaView};
 use dlbridge::ffi::arrow::{ArrowArray, ArrowArrayStream, ArrowDeviceArray, ArrowSchema};
@@ -855,7 +855,6 @@ fn check_err(e: &dlbridge::Error) {
 }
 
 fn requested_schema_paths(view: SchemaView<'_>) {
-    let _ = tensor_type(view);
     let _ = view.metadata();
     let _ = view.children();
     let _ = view.name();

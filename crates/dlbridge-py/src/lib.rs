@@ -1,5 +1,5 @@
 //! The `dlbridge._native` extension module. Everything it holds is defined in the `dlbridge`
-//! crate ([`dlbridge::python::module`]); this crate only builds the module.
+//! crate ([`dlbridge::python::register`]); this crate only builds the module.
 
 use pyo3::prelude::*;
 
@@ -9,5 +9,5 @@ use pyo3::prelude::*;
 #[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    dlbridge::python::module::register(m)
+    dlbridge::python::register(m)
 }

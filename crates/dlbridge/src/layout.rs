@@ -6,7 +6,7 @@
 use crate::error::{Error, Result};
 
 /// Most dimensions a layout may have (the buffer protocol's `PyBUF_MAX_NDIM`).
-pub const MAX_NDIM: usize = 64;
+pub(crate) const MAX_NDIM: usize = 64;
 
 /// Shape followed by strides; up to 2 dimensions live inline (no allocation). Kept small so a
 /// `Tensor` moves cheaply: measured on imports from Python, 4 inline dimensions cost the 1-d and
@@ -31,7 +31,7 @@ pub(crate) struct Reach {
 
 /// Row-major strides (in elements) for `shape`, or `None` on overflow. Dims of extent 0 are
 /// treated like extent 1 so a zero-size `(0, 2048)` gets `(2048, 1)`.
-pub fn c_strides(shape: &[i64]) -> Option<Vec<i64>> {
+pub(crate) fn c_strides(shape: &[i64]) -> Option<Vec<i64>> {
     let mut strides = vec![0i64; shape.len()];
     let mut acc: i64 = 1;
     for (s, &n) in strides.iter_mut().zip(shape).rev() {
@@ -42,7 +42,7 @@ pub fn c_strides(shape: &[i64]) -> Option<Vec<i64>> {
 }
 
 /// Column-major strides (in elements) for `shape`, or `None` on overflow.
-pub fn f_strides(shape: &[i64]) -> Option<Vec<i64>> {
+pub(crate) fn f_strides(shape: &[i64]) -> Option<Vec<i64>> {
     let mut strides = vec![0i64; shape.len()];
     let mut acc: i64 = 1;
     for (s, &n) in strides.iter_mut().zip(shape) {
@@ -446,7 +446,7 @@ fn address_overflow() -> Error {
 }
 
 /// Call `f` with the element offset of every element of `layout`, in row-major index order.
-pub fn for_each_offset(layout: &Layout, mut f: impl FnMut(i64)) {
+pub(crate) fn for_each_offset(layout: &Layout, mut f: impl FnMut(i64)) {
     if layout.size() == 0 {
         return;
     }
@@ -843,6 +843,38 @@ mod tests {
                 prop_assert!(l.min_offset() <= off && off <= l.max_offset());
             }
             prop_assert!(l.size() == 0 || offsets_hit_bounds(&shape, &strides, &l));
+        }
+
+        #[test]
+        fn walk_matches_brute_force(
+            dims in prop::collection::vec((0i64..4, any::<i64>()), 0..4)
+        ) {
+            // The walker in row-major order against an odometer in i128, for any strides a
+            // layout accepts (huge ones included: the walk must never step past the extent).
+            let shape: Vec<i64> = dims.iter().map(|d| d.0).collect();
+            let strides: Vec<i64> = dims.iter().map(|d| d.1 >> (d.1 as u8 % 64)).collect();
+            let Ok(l) = Layout::new(&shape, Some(&strides), 1) else {
+                return Ok(());
+            };
+            let mut walked = vec![];
+            for_each_offset(&l, |o| walked.push(i128::from(o)));
+            let mut expected = vec![];
+            if l.size() > 0 {
+                let mut index = vec![0i64; shape.len()];
+                'outer: loop {
+                    let offset = index.iter().zip(&strides);
+                    expected.push(offset.map(|(&i, &s)| i128::from(i) * i128::from(s)).sum());
+                    for d in (0..shape.len()).rev() {
+                        index[d] += 1;
+                        if index[d] < shape[d] {
+                            continue 'outer;
+                        }
+                        index[d] = 0;
+                    }
+                    break;
+                }
+            }
+            prop_assert_eq!(walked, expected);
         }
 
         #[test]

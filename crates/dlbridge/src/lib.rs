@@ -27,10 +27,13 @@
 //! - [`arrow`]: the Arrow C data and device interfaces, in ([`arrow::tensor_from_arrow`]) and
 //!   out ([`arrow::export`]), streams included; with the `arrow-rs` feature, `arrow::arrow_rs`
 //!   connects tensors to arrow-rs arrays and record batches, and to Arrow C Device arrays.
-//! - [`cuda`]: CUDA transfers and DLPack stream semantics, with the driver loaded at run time.
-//! - [`ffi`]: the `#[repr(C)]` DLPack and Arrow structs, and the DLPack C exchange API table.
-//! - [`wire`] and `shared` (Linux): a tensor as bytes plus a checked description, and in
-//!   shared memory another process can map.
+//! - [`cuda`]: CUDA transfers, streams and events, and CUDA IPC, with the driver loaded at run
+//!   time.
+//! - [`copy`]: [`copy::copy_into`], a copy into an existing tensor.
+//! - [`ffi`]: the raw C ABI: the `#[repr(C)]` DLPack and Arrow structs, and the DLPack C
+//!   exchange API table, for code that hands them to C or takes them from C.
+//! - `shared` (Linux): a tensor in shared memory another process can map, described to it by a
+//!   [`Description`] (as a CUDA IPC handle is).
 //! - `python` (feature `pyo3`): `Tensor` as a PyO3 argument and return value, the argument
 //!   types `Import`, `HostTensor` and `WritableTensor`, and `register`, which adds the
 //!   `dlbridge` module's classes and functions to any module.
@@ -156,7 +159,7 @@ mod dtype;
 mod error;
 mod export;
 pub mod ffi;
-pub mod layout;
+mod layout;
 mod managed;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
@@ -165,7 +168,7 @@ pub mod python;
 #[cfg(target_os = "linux")]
 pub mod shared;
 mod tensor;
-pub mod wire;
+mod wire;
 
 pub use copy::Order;
 pub use device::{Device, DeviceType};
@@ -175,6 +178,7 @@ pub use export::Flavor;
 pub use layout::Layout;
 pub use managed::ManagedTensor;
 pub use tensor::{Element, Elements, Owner, Tensor};
+pub use wire::Description;
 
 /// The `pyo3` crate dlbridge is built with.
 #[cfg(feature = "pyo3")]

@@ -11,8 +11,11 @@ use crate::layout::Layout;
 use crate::tensor::Described;
 use crate::tensor::{Owner, Tensor};
 
-/// Everything about a tensor that travels beside its bytes: no addresses, only what can be
-/// checked against the bytes a receiver gets.
+/// Everything about a tensor that travels beside its bytes to another process: no addresses,
+/// only what can be checked against the bytes a receiver gets. A tensor in shared memory
+/// (`shared::handle` and `shared::view`, on Linux)
+/// and one opened from a CUDA IPC handle ([`cuda::IpcHandle`](crate::cuda::IpcHandle)) are
+/// described by one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Description {
     /// DLPack type code, bits and lanes of the elements.
@@ -28,8 +31,8 @@ pub struct Description {
 }
 
 impl Description {
-    /// What `t` looks like to a receiver of [`bytes_of`]`(t)`: its own layout, first element at
-    /// offset 0.
+    /// What `t` looks like to a receiver of its bytes alone ([`Tensor::host_bytes`] of a
+    /// contiguous tensor): its own layout, first element at offset 0.
     pub fn of(t: &Tensor) -> Self {
         let dtype = t.dtype();
         Self {
@@ -43,8 +46,8 @@ impl Description {
 
     /// Check this description against `len` bytes. With `exact`, the bytes must be the
     /// elements and nothing else: C- or F-contiguous, starting at offset 0 and `len` equal to
-    /// their byte count (what [`bytes_of`] sends). Otherwise every element the layout reaches
-    /// must lie within the `len` bytes (a view into a larger shared mapping).
+    /// their byte count (what [`Description::of`] describes). Otherwise every element the
+    /// layout reaches must lie within the `len` bytes (a view into a larger shared mapping).
     pub fn check(&self, len: usize, exact: bool) -> Result<(DType, Layout)> {
         let (code, bits, lanes) = self.dtype;
         let dtype = DType::new(TypeCode(code), bits, lanes)?;
@@ -110,7 +113,8 @@ fn mismatch(what: String) -> Error {
 /// The bytes of a C- or F-contiguous host tensor as a 1-d `uint8` tensor that shares its
 /// memory, owner and read-only flag: what a pickle sends out of band. Other layouts need a
 /// copy first ([`Tensor::copy`]); device memory a transfer to the host.
-pub fn bytes_of(t: &Tensor) -> Result<Tensor> {
+#[cfg_attr(not(feature = "pyo3"), allow(dead_code))] // for the Python face
+pub(crate) fn bytes_of(t: &Tensor) -> Result<Tensor> {
     if !t.device().is_host_accessible() {
         return Err(Error::NotHostAccessible { device: t.device() });
     }
@@ -142,7 +146,7 @@ pub fn bytes_of(t: &Tensor) -> Result<Tensor> {
 /// # Safety
 /// `len` bytes at `data` must be readable host memory (and writable unless `readonly`) for as
 /// long as `owner` lives; `data` may be dangling only when `len` is 0.
-pub unsafe fn from_bytes(
+pub(crate) unsafe fn from_bytes(
     data: *mut u8,
     len: usize,
     readonly: bool,

@@ -51,7 +51,7 @@ impl FillValue {
     /// The value's bytes as an element of `dtype` (native-endian); an error when `dtype`
     /// cannot hold it exactly (a fraction or out-of-range integer, a finite float that
     /// overflows, anything but 0/1 for `bool`).
-    pub fn to_bytes(self, dtype: DType) -> Result<Vec<u8>> {
+    pub(crate) fn to_bytes(self, dtype: DType) -> Result<Vec<u8>> {
         let refuse = || {
             Error::InvalidArgument(format!(
                 "fill_null={} cannot be stored as {dtype}",
@@ -432,7 +432,7 @@ pub fn concatenate_imported(
 }
 
 /// A C-contiguous `bool` tensor of `shape`, all true.
-pub fn all_valid(shape: &[i64]) -> Result<Tensor> {
+pub(crate) fn all_valid(shape: &[i64]) -> Result<Tensor> {
     let layout = Layout::contiguous(shape, 1)?;
     let mut ones = HostBuffer::new(layout.size())?;
     ones.as_mut_slice().fill(1);

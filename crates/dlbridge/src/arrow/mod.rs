@@ -42,9 +42,10 @@ pub use build::{ArraySpec, SchemaSpec};
 pub use export::{
     ArrowExport, ExportOptions, export, export_named, export_schema, export_schema_named,
 };
+#[cfg(feature = "pyo3")]
+pub(crate) use import::all_valid;
 pub use import::{
-    FillValue, Imported, Nulls, all_valid, concatenate, concatenate_imported, import_arrow,
-    tensor_from_arrow,
+    FillValue, Imported, Nulls, concatenate, concatenate_imported, import_arrow, tensor_from_arrow,
 };
 pub use owned::{
     ArrowData, ArrowStruct, Owned, OwnedArray, OwnedDeviceStream, OwnedSchema, OwnedStream,
@@ -126,7 +127,7 @@ fn bad_extension(reason: impl Into<String>) -> Error {
 
 /// How an Arrow field reads as a tensor: the element type and the shape of one item (cell).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TensorType {
+pub(crate) struct TensorType {
     /// Element type.
     pub dtype: DType,
     /// True when the values are bit-packed booleans (format `b`): reading them copies.
@@ -143,7 +144,7 @@ pub struct TensorType {
 
 impl TensorType {
     /// Values per item: the product of the list sizes.
-    pub fn cell_size(&self) -> Result<i64> {
+    pub(crate) fn cell_size(&self) -> Result<i64> {
         self.list_sizes
             .iter()
             .try_fold(1i64, |acc, &n| acc.checked_mul(n))
@@ -152,7 +153,7 @@ impl TensorType {
 }
 
 /// Read an Arrow field as a tensor type.
-pub fn tensor_type(field: SchemaView<'_>) -> Result<TensorType> {
+pub(crate) fn tensor_type(field: SchemaView<'_>) -> Result<TensorType> {
     let format = field.format()?;
     if field.has_dictionary() {
         return Err(unsupported(

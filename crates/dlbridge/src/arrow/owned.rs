@@ -344,7 +344,7 @@ impl ArrowData {
     }
 
     /// The top-level field and array.
-    pub fn root(&self) -> Result<Node<'_>> {
+    pub(crate) fn root(&self) -> Result<Node<'_>> {
         Ok(Node {
             schema: self.schema.view(),
             array: &self.array.0.array,

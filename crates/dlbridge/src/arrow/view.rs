@@ -169,7 +169,7 @@ fn checked_count(n: i64, what: &str) -> Result<usize> {
 }
 
 /// Bits per value of the fixed-width formats dlbridge reads (`b` is the bit-packed boolean).
-pub fn fixed_width_bits(format: &str) -> Option<u32> {
+pub(super) fn fixed_width_bits(format: &str) -> Option<u32> {
     Some(match format {
         "b" => 1,
         "c" | "C" => 8,
@@ -182,7 +182,7 @@ pub fn fixed_width_bits(format: &str) -> Option<u32> {
 
 /// One level of a schema/array pair: a field and the array it describes.
 #[derive(Clone, Copy, Debug)]
-pub struct Node<'a> {
+pub(crate) struct Node<'a> {
     pub(super) schema: SchemaView<'a>,
     pub(super) array: &'a ArrowArray,
     pub(super) device: Device,
@@ -190,27 +190,19 @@ pub struct Node<'a> {
 
 impl<'a> Node<'a> {
     /// The field.
-    pub fn schema(self) -> SchemaView<'a> {
+    pub(crate) fn schema(self) -> SchemaView<'a> {
         self.schema
     }
     /// Number of items.
-    pub fn length(self) -> i64 {
+    pub(crate) fn length(self) -> i64 {
         self.array.length
     }
     /// Items skipped at the start of the buffers.
-    pub fn offset(self) -> i64 {
+    pub(crate) fn offset(self) -> i64 {
         self.array.offset
     }
-    /// Nulls as reported by the producer (-1 = not computed).
-    pub fn null_count(self) -> i64 {
-        self.array.null_count
-    }
-    /// Where the buffers live.
-    pub fn device(self) -> Device {
-        self.device
-    }
     /// True for a dictionary-encoded array.
-    pub fn has_dictionary(self) -> bool {
+    pub(crate) fn has_dictionary(self) -> bool {
         !self.array.dictionary.is_null()
     }
 
@@ -226,7 +218,7 @@ impl<'a> Node<'a> {
     }
 
     /// The child levels (schema and array children paired; counts must agree).
-    pub fn children(self) -> Result<Vec<Node<'a>>> {
+    pub(crate) fn children(self) -> Result<Vec<Node<'a>>> {
         let schemas = self.schema.children()?;
         let n = checked_count(self.array.n_children, "n_children")?;
         if n != schemas.len() {
@@ -245,7 +237,7 @@ impl<'a> Node<'a> {
     /// The only child level when the schema and the array each have exactly one child (what
     /// [`Node::children`] would return alone, with the same errors), `None` when either count
     /// is another one (ask [`Node::children`] for the error); nothing is allocated.
-    pub fn single_child(self) -> Result<Option<Node<'a>>> {
+    pub(crate) fn single_child(self) -> Result<Option<Node<'a>>> {
         let Some(schema) = self.schema.single_child()? else {
             return Ok(None);
         };
@@ -305,7 +297,7 @@ impl<'a> Node<'a> {
     /// read is an error unless the count is known. `n_buffers` is the number of buffers the
     /// field's layout has (1 for a fixed-size list, 2 for a primitive array); a mismatch is an
     /// error.
-    pub fn count_nulls(self, start: i64, count: i64, n_buffers: usize) -> Result<i64> {
+    pub(crate) fn count_nulls(self, start: i64, count: i64, n_buffers: usize) -> Result<i64> {
         let length = self.check_range(start, count)?;
         let null_count = self.array.null_count;
         if null_count == 0 || count == 0 {
@@ -325,7 +317,12 @@ impl<'a> Node<'a> {
 
     /// The positions (relative to `start`) of the null items among logical items
     /// `[start, start + count)`, read from the validity bitmap (see [`Node::count_nulls`]).
-    pub fn null_positions(self, start: i64, count: i64, n_buffers: usize) -> Result<Vec<usize>> {
+    pub(crate) fn null_positions(
+        self,
+        start: i64,
+        count: i64,
+        n_buffers: usize,
+    ) -> Result<Vec<usize>> {
         self.check_range(start, count)?;
         if self.array.null_count == 0 || count == 0 {
             return Ok(vec![]);
@@ -379,7 +376,7 @@ impl<'a> Node<'a> {
     /// # Safety
     /// `owner` must keep the array this node belongs to alive (for example, hold the `Arc` of
     /// its [`ArrowData`](crate::arrow::ArrowData)): the tensor points into the array's buffers and outlives this borrow.
-    pub unsafe fn values_tensor(
+    pub(crate) unsafe fn values_tensor(
         self,
         start: i64,
         layout: Layout,
@@ -426,7 +423,7 @@ impl<'a> Node<'a> {
 
     /// A writable copy of bit-packed booleans (format `b`), one byte (0 or 1) per element, laid
     /// out by `layout` from physical bit `start` (see [`Node::values_tensor`]).
-    pub fn unpack_bools(self, start: i64, layout: Layout) -> Result<Tensor> {
+    pub(crate) fn unpack_bools(self, start: i64, layout: Layout) -> Result<Tensor> {
         let format = self.schema.format()?;
         if format != "b" {
             return Err(invalid(format!(
@@ -491,7 +488,7 @@ impl<'a> Node<'a> {
 
 /// A writable host tensor that owns `buffer`, its element 0 at `byte_offset`; refused unless
 /// every element `layout` reaches lies inside the buffer.
-pub fn host_tensor(
+pub(crate) fn host_tensor(
     mut buffer: HostBuffer,
     byte_offset: u64,
     dtype: DType,

@@ -12,13 +12,13 @@ use std::ptr::NonNull;
 use crate::error::{Error, Result};
 
 /// Alignment of every buffer: a cache line, and enough for any element type.
-pub const ALIGN: usize = 64;
+pub(super) const ALIGN: usize = 64;
 
 /// Buffers at least this large are advised to use huge pages (Linux).
-pub const HUGE_PAGE_THRESHOLD: usize = 4 << 20;
+pub(super) const HUGE_PAGE_THRESHOLD: usize = 4 << 20;
 
 /// Owned host memory of a fixed length, aligned to 64 bytes (a cache line).
-pub struct HostBuffer {
+pub(crate) struct HostBuffer {
     ptr: NonNull<u8>,
     len: usize,
 }
@@ -30,7 +30,7 @@ unsafe impl Sync for HostBuffer {}
 
 impl HostBuffer {
     /// `len` zeroed bytes.
-    pub fn new(len: usize) -> Result<Self> {
+    pub(crate) fn new(len: usize) -> Result<Self> {
         Self::allocate(len, true)
     }
 
@@ -68,29 +68,25 @@ impl HostBuffer {
     }
 
     /// Length in bytes.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    /// True when the buffer holds no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// The start of the memory, for writing.
-    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 
     /// The bytes.
-    pub fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         // SAFETY: the allocation holds `len` bytes, initialised (zeroed, or written under the
         // contract of `uninit`), and lives as long as `self`.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
     /// The bytes, writable.
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: as for `as_slice`, and `&mut self` makes the access exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
@@ -162,7 +158,8 @@ mod tests {
         assert_eq!(b.as_mut_slice().as_ptr() as usize % 64, 0);
         assert!(b.as_slice().iter().all(|x| *x == 0));
         let empty = HostBuffer::new(0).unwrap();
-        assert!(empty.is_empty() && empty.as_slice().is_empty());
+        assert_eq!(empty.len(), 0);
+        assert!(empty.as_slice().is_empty());
     }
 
     #[test]

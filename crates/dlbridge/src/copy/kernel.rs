@@ -40,7 +40,7 @@ impl Simd {
 
 /// Copies (other than one contiguous run) of at least this many bytes are shared with the
 /// rayon pool.
-pub const PARALLEL_THRESHOLD: usize = 1 << 20;
+pub(super) const PARALLEL_THRESHOLD: usize = 1 << 20;
 
 /// Bytes of one chunk of a shared copy other than one contiguous run (about: a tiled loop is
 /// cut on tile boundaries).

@@ -17,7 +17,7 @@ mod simd;
 mod stream;
 mod view;
 
-pub use buffer::HostBuffer;
+pub(crate) use buffer::HostBuffer;
 use kernel::Destination;
 #[cfg(test)]
 use kernel::PARALLEL_THRESHOLD;

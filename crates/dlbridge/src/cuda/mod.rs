@@ -7,20 +7,21 @@
 //! its API, the pure parts (stream rules, routes) work, and every driver call reports the
 //! missing feature.
 //!
+//! - whether CUDA is there: [`availability`], [`is_available`], [`device_count`];
 //! - transfers: [`to_device`], [`copy_to_host`], [`copy_to_device`] between the CPU and CUDA
 //!   device, pinned (`cuda_host`) and managed (`cuda_managed`) memory; results own their memory
 //!   (freed on drop, with the right context current);
-//! - DLPack stream semantics: [`parse_stream`] validates a consumer's `stream` (a stream
-//!   handle is the caller's promise, so building one is `unsafe`: [`StreamHandle`]),
-//!   [`order_for_consumer`] makes the consumer's stream wait for the data (an event, no host
-//!   sync), [`import_stream`] is what to pass when importing, [`adopt_producer_stream`] takes a
-//!   `__cuda_array_interface__` producer's stream;
-//! - [`transfer_stream`] validates the `stream` of a transfer, [`wait_raw_event`] waits for a
-//!   foreign `cudaEvent_t` (Arrow's `sync_event`);
+//! - streams: a transfer is ordered on a [`StreamRequest`]: the legacy or per-thread default
+//!   stream, or a stream of the caller's ([`StreamHandle`]: building one from a raw handle is
+//!   the caller's promise that it is a live stream, so it is `unsafe`); [`wait_raw_event`]
+//!   waits for a foreign `cudaEvent_t` (Arrow's `sync_event`);
 //! - the driver's view of an address: [`pointer_info`], [`device_of_pointer`];
 //! - CUDA IPC: [`to_ipc_shared`] exports a tensor's allocation, [`ipc_handle`] reads the
 //!   handle back, [`open_ipc_handle`] opens it in another process;
 //! - handles: [`Stream`], [`Event`].
+//!
+//! The DLPack stream rules of the Python face (validating a consumer's `stream=`, ordering the
+//! consumer's stream after the data) are internal to the crate.
 //!
 //! Contexts: dlbridge uses each device's primary context (what the CUDA runtime, PyTorch and
 //! CuPy use), makes it current only for the duration of a call and restores the caller's
@@ -34,13 +35,14 @@ mod transfer;
 
 pub use ipc::{IpcHandle, ipc_handle, open_ipc_handle, to_ipc_shared};
 pub use memory::{MemoryKind, PointerInfo, device_of_pointer, pointer_info};
-pub use stream::{
-    Event, Stream, StreamHandle, StreamRequest, import_stream, parse_stream, wait_raw_event,
-};
-pub use transfer::{
-    Route, adopt_producer_stream, copy_to_device, copy_to_host, order_for_consumer, route,
-    to_device, transfer_stream,
-};
+pub use stream::{Event, Stream, StreamHandle, StreamRequest, wait_raw_event};
+pub use transfer::{copy_to_device, copy_to_host, to_device};
+// The DLPack stream rules of the Python face (`__dlpack__(stream=)`, `to_device(stream=)`,
+// `__cuda_array_interface__`'s stream).
+#[cfg(feature = "pyo3")]
+pub(crate) use stream::parse_stream;
+#[cfg(feature = "pyo3")]
+pub(crate) use transfer::{adopt_producer_stream, order_for_consumer, route, transfer_stream};
 
 use crate::error::Result;
 

@@ -43,9 +43,8 @@ pub enum StreamRequest {
 /// Safe code cannot make one from an integer:
 ///
 /// ```compile_fail,E0133
-/// use dlbridge::{cuda, Device, DeviceType};
-/// let cuda0 = Device::new(DeviceType::CUDA, 0);
-/// let request = cuda::parse_stream(cuda0, Some(0x1234)); // unsafe: the integer is a promise
+/// use dlbridge::cuda::{StreamHandle, StreamRequest};
+/// let request = StreamRequest::Handle(StreamHandle::from_raw(0x1234)); // unsafe: a promise
 /// ```
 ///
 /// ```compile_fail,E0423
@@ -76,6 +75,7 @@ impl StreamHandle {
 }
 
 /// The family of stream rules a device follows.
+#[cfg_attr(not(feature = "pyo3"), allow(dead_code))] // for the Python face
 fn family(device: Device) -> Family {
     match device.kind {
         DeviceType::CUDA | DeviceType::CUDA_HOST | DeviceType::CUDA_MANAGED => Family::Cuda,
@@ -85,6 +85,7 @@ fn family(device: Device) -> Family {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "pyo3"), allow(dead_code))] // for the Python face
 enum Family {
     Cuda,
     Rocm,
@@ -97,7 +98,8 @@ enum Family {
 /// # Safety
 /// A value above 2 (any non-negative value but 0 for ROCm) becomes a
 /// [`StreamRequest::Handle`]: it must meet [`StreamHandle::from_raw`]'s contract.
-pub unsafe fn parse_stream(device: Device, stream: Option<i64>) -> Result<StreamRequest> {
+#[cfg_attr(not(feature = "pyo3"), allow(dead_code))] // for the Python face
+pub(crate) unsafe fn parse_stream(device: Device, stream: Option<i64>) -> Result<StreamRequest> {
     let Some(value) = stream else {
         return Ok(StreamRequest::Default);
     };
@@ -128,17 +130,6 @@ pub unsafe fn parse_stream(device: Device, stream: Option<i64>) -> Result<Stream
         (Family::None, _) => invalid("this device has no streams; pass stream=None"),
         _ => invalid("streams are None, -1 or a non-negative integer"),
     }
-}
-
-/// The `stream` value dlbridge passes to a producer's `__dlpack__` when importing data that
-/// lives on `device` without asking for another device: the legacy default stream (`1`) for
-/// CUDA device memory — dlbridge reads device data on the legacy default stream, and an explicit
-/// `1` lets the producer order its work with an event instead of synchronising the device —
-/// and `None` everywhere else (host-accessible memory, other devices).
-///
-/// When asking for a copy on the host (`dl_device=(kDLCPU, 0)`) the stream must be `None`.
-pub fn import_stream(device: Device) -> Option<i64> {
-    (device.kind == DeviceType::CUDA).then_some(1)
 }
 
 impl StreamRequest {
@@ -384,7 +375,7 @@ mod tests {
     }
 
     #[test]
-    fn handles_and_import_streams() {
+    fn handles() {
         assert_eq!(
             StreamRequest::Default.cu_stream(),
             Some(CU_STREAM_LEGACY as CuStream)
@@ -399,9 +390,6 @@ mod tests {
             CU_STREAM_LEGACY as CuStream
         );
         assert_eq!(handle(0xbeef).cu_stream(), Some(0xbeef as CuStream));
-        assert_eq!(import_stream(CUDA1), Some(1));
-        assert_eq!(import_stream(Device::CPU), None);
-        assert_eq!(import_stream(Device::new(DeviceType::CUDA_HOST, 0)), None);
     }
 
     #[test]

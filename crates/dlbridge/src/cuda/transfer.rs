@@ -20,7 +20,7 @@ use super::stream::{Event, StreamRequest, is_capturing, synchronize};
 
 /// How dlbridge moves data from one device to another (see [`route`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     /// Host-readable source into host memory (CPU, or CUDA pinned / managed memory): the host
     /// copy kernels.
     HostToHost,
@@ -34,7 +34,8 @@ pub enum Route {
 
 impl Route {
     /// True when the route needs the CUDA driver (all but a copy from host memory to the CPU).
-    pub fn needs_driver(self, to: Device) -> bool {
+    #[cfg(test)]
+    pub(crate) fn needs_driver(self, to: Device) -> bool {
         !(self == Route::HostToHost && to.kind == DeviceType::CPU)
     }
 }
@@ -54,7 +55,7 @@ fn readable(device: Device) -> Option<bool> {
 /// Reachable: the CPU and CUDA pinned, managed and device memory, in every direction (ROCm
 /// pinned memory as a source only, being host memory). Anything else is an
 /// [`Error::UnsupportedDevice`] (BufferError) that says to ask the producer.
-pub fn route(from: Device, to: Device) -> Result<Route> {
+pub(crate) fn route(from: Device, to: Device) -> Result<Route> {
     let unsupported = |reason: &str| Error::UnsupportedDevice {
         from,
         to,
@@ -89,7 +90,7 @@ pub fn route(from: Device, to: Device) -> Result<Route> {
 /// - host → device copies are enqueued on `stream` (the legacy default stream for `Default` and
 ///   `NoSync`) and complete on return (the host source may be freed right after);
 /// - device → device copies are asynchronous: enqueued on `stream`, and the result carries an
-///   event that [`order_for_consumer`] and every later dlbridge copy wait for; the source is
+///   event that every later dlbridge copy and export waits for; the source is
 ///   kept alive until the result is dropped.
 ///
 /// Non-contiguous device tensors are gathered through the host: dlbridge runs no device code.
@@ -131,7 +132,7 @@ pub fn copy_to_device(src: &Tensor, device: Device) -> Result<Tensor> {
 /// While `consumer` is being captured into a CUDA graph nothing is enqueued (that would
 /// invalidate the capture): pending dlbridge copies are waited for on the host instead, and
 /// data ready on the legacy default stream is, by then, already complete for the capture.
-pub fn order_for_consumer(tensor: &Tensor, consumer: StreamRequest) -> Result<()> {
+pub(crate) fn order_for_consumer(tensor: &Tensor, consumer: StreamRequest) -> Result<()> {
     let kind = tensor.device().kind;
     if !matches!(
         kind,
@@ -168,7 +169,8 @@ pub fn order_for_consumer(tensor: &Tensor, consumer: StreamRequest) -> Result<()
 /// default stream of `device` wait for the work enqueued so far on `producer`, so the data is
 /// ready on the legacy default stream like all CUDA data dlbridge holds. `Default` (the legacy
 /// stream itself) and `NoSync` need nothing.
-pub fn adopt_producer_stream(device: Device, producer: StreamRequest) -> Result<()> {
+#[cfg_attr(not(feature = "pyo3"), allow(dead_code))] // for the Python face
+pub(crate) fn adopt_producer_stream(device: Device, producer: StreamRequest) -> Result<()> {
     let stream = match producer {
         StreamRequest::Default | StreamRequest::NoSync => return Ok(()),
         other => other.copy_stream(),
@@ -189,13 +191,14 @@ pub fn adopt_producer_stream(device: Device, producer: StreamRequest) -> Result<
 /// Validate the `stream` of a transfer from `from` to `to` (`to_device(device, stream=...)`,
 /// `__dlpack__(dl_device=..., stream=...)`): the stream belongs to the CUDA side of the
 /// transfer — the destination when it is CUDA memory, else the source — and follows that
-/// device's rules ([`parse_stream`](super::parse_stream)). A transfer between host memories
-/// takes only `None` (or `-1`).
+/// device's rules ([`parse_stream`](super::stream::parse_stream)). A transfer between host
+/// memories takes only `None` (or `-1`).
 ///
 /// # Safety
-/// As for [`parse_stream`](super::parse_stream): a value naming a stream must be a live handle
-/// ([`StreamHandle::from_raw`](super::StreamHandle::from_raw)).
-pub unsafe fn transfer_stream(
+/// As for [`parse_stream`](super::stream::parse_stream): a value naming a stream must be a live
+/// handle ([`StreamHandle::from_raw`](super::StreamHandle::from_raw)).
+#[cfg_attr(not(feature = "pyo3"), allow(dead_code))] // for the Python face
+pub(crate) unsafe fn transfer_stream(
     from: Device,
     to: Device,
     stream: Option<i64>,
@@ -212,7 +215,7 @@ pub unsafe fn transfer_stream(
         from
     };
     // SAFETY: the caller's contract, passed on.
-    unsafe { super::parse_stream(side, stream) }
+    unsafe { super::stream::parse_stream(side, stream) }
 }
 
 /// The stream a copy is enqueued on, as a request and a handle: the requested one, or the

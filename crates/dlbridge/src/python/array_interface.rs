@@ -14,7 +14,7 @@ use crate::tensor::Tensor;
 
 /// Import `obj` through its `__array_interface__` dict `iface`. The object is kept alive as
 /// the owner of the memory.
-pub fn import(obj: &Bound<'_, PyAny>, iface: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+pub(crate) fn import(obj: &Bound<'_, PyAny>, iface: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let dict = InterfaceDict::new(obj, iface, "__array_interface__")?;
     dict.version(3..=3, Some(3))?;
     let Fields {
@@ -41,7 +41,7 @@ pub fn import(obj: &Bound<'_, PyAny>, iface: &Bound<'_, PyAny>) -> PyResult<Tens
 }
 
 /// The `__array_interface__` dict of a host-accessible tensor.
-pub fn export<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn export<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'py, PyDict>> {
     if !tensor.device().is_host_accessible() {
         return Err(Error::NotHostAccessible {
             device: tensor.device(),

@@ -32,15 +32,15 @@ use crate::python::protocols::Protocols;
 use crate::tensor::Tensor;
 
 /// Capsule name of an `ArrowSchema`.
-pub const SCHEMA: &CStr = c"arrow_schema";
+pub(crate) const SCHEMA: &CStr = c"arrow_schema";
 /// Capsule name of an `ArrowArray`.
-pub const ARRAY: &CStr = c"arrow_array";
+pub(crate) const ARRAY: &CStr = c"arrow_array";
 /// Capsule name of an `ArrowDeviceArray`.
-pub const DEVICE_ARRAY: &CStr = c"arrow_device_array";
+pub(crate) const DEVICE_ARRAY: &CStr = c"arrow_device_array";
 /// Capsule name of an `ArrowArrayStream`.
-pub const ARRAY_STREAM: &CStr = c"arrow_array_stream";
+pub(crate) const ARRAY_STREAM: &CStr = c"arrow_array_stream";
 /// Capsule name of an `ArrowDeviceArrayStream`.
-pub const DEVICE_ARRAY_STREAM: &CStr = c"arrow_device_array_stream";
+pub(crate) const DEVICE_ARRAY_STREAM: &CStr = c"arrow_device_array_stream";
 
 /// A C struct that can travel in a capsule (its release is [`ArrowStruct`]'s).
 trait CapsuleStruct: ArrowStruct + Sized {
@@ -118,7 +118,7 @@ fn new_capsule<'py, T: CapsuleStruct>(
 }
 
 /// Wrap a schema in an `arrow_schema` capsule.
-pub fn schema_capsule(py: Python<'_>, schema: OwnedSchema) -> PyResult<Bound<'_, PyAny>> {
+pub(crate) fn schema_capsule(py: Python<'_>, schema: OwnedSchema) -> PyResult<Bound<'_, PyAny>> {
     new_capsule::<ArrowSchema>(py, |out| {
         // SAFETY: `out` is the capsule's released struct.
         unsafe { schema.move_into(out) };
@@ -127,13 +127,16 @@ pub fn schema_capsule(py: Python<'_>, schema: OwnedSchema) -> PyResult<Bound<'_,
 }
 
 /// Wrap a CPU-accessible array in an `arrow_array` capsule.
-pub fn array_capsule(py: Python<'_>, array: OwnedArray) -> PyResult<Bound<'_, PyAny>> {
+pub(crate) fn array_capsule(py: Python<'_>, array: OwnedArray) -> PyResult<Bound<'_, PyAny>> {
     // SAFETY: `out` is the capsule's released struct.
     new_capsule::<ArrowArray>(py, |out| Ok(unsafe { array.move_into(out) }?))
 }
 
 /// Wrap an array in an `arrow_device_array` capsule.
-pub fn device_array_capsule(py: Python<'_>, array: OwnedArray) -> PyResult<Bound<'_, PyAny>> {
+pub(crate) fn device_array_capsule(
+    py: Python<'_>,
+    array: OwnedArray,
+) -> PyResult<Bound<'_, PyAny>> {
     new_capsule::<ArrowDeviceArray>(py, |out| {
         // SAFETY: `out` is the capsule's released struct.
         unsafe { array.move_into_device(out) };
@@ -142,7 +145,7 @@ pub fn device_array_capsule(py: Python<'_>, array: OwnedArray) -> PyResult<Bound
 }
 
 /// Wrap a stream in an `arrow_array_stream` capsule.
-pub fn stream_capsule(py: Python<'_>, stream: OwnedStream) -> PyResult<Bound<'_, PyAny>> {
+pub(crate) fn stream_capsule(py: Python<'_>, stream: OwnedStream) -> PyResult<Bound<'_, PyAny>> {
     new_capsule::<ArrowArrayStream>(py, |out| {
         // SAFETY: `out` is the capsule's released struct.
         unsafe { stream.move_into(out) };
@@ -151,7 +154,7 @@ pub fn stream_capsule(py: Python<'_>, stream: OwnedStream) -> PyResult<Bound<'_,
 }
 
 /// Wrap a device stream in an `arrow_device_array_stream` capsule.
-pub fn device_stream_capsule(
+pub(crate) fn device_stream_capsule(
     py: Python<'_>,
     stream: OwnedDeviceStream,
 ) -> PyResult<Bound<'_, PyAny>> {
@@ -199,7 +202,7 @@ fn move_out<T: CapsuleStruct, R>(
 }
 
 /// Move the schema out of an `arrow_schema` capsule.
-pub fn take_schema(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedSchema> {
+pub(crate) fn take_schema(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedSchema> {
     move_out::<ArrowSchema, _>(capsule, |raw| {
         // SAFETY: an arrow_schema capsule holds a valid (or released) ArrowSchema, alive while
         // we borrow the capsule; the capsule protocol lets the consumer move it out.
@@ -208,7 +211,7 @@ pub fn take_schema(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedSchema> {
 }
 
 /// Move the array out of an `arrow_array` capsule.
-pub fn take_array(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedArray> {
+pub(crate) fn take_array(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedArray> {
     move_out::<ArrowArray, _>(capsule, |raw| {
         // SAFETY: as for take_schema, with an ArrowArray of CPU memory.
         unsafe { OwnedArray::take(raw) }
@@ -216,7 +219,7 @@ pub fn take_array(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedArray> {
 }
 
 /// Move the array out of an `arrow_device_array` capsule.
-pub fn take_device_array(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedArray> {
+pub(crate) fn take_device_array(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedArray> {
     move_out::<ArrowDeviceArray, _>(capsule, |raw| {
         // SAFETY: as for take_schema, with an ArrowDeviceArray.
         unsafe { OwnedArray::take_device(raw) }
@@ -224,7 +227,7 @@ pub fn take_device_array(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedArray> {
 }
 
 /// Move the stream out of an `arrow_array_stream` capsule.
-pub fn take_stream(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedStream> {
+pub(crate) fn take_stream(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedStream> {
     move_out::<ArrowArrayStream, _>(capsule, |raw| {
         // SAFETY: as for take_schema, with an ArrowArrayStream.
         unsafe { OwnedStream::take(raw) }
@@ -232,7 +235,7 @@ pub fn take_stream(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedStream> {
 }
 
 /// Move the stream out of an `arrow_device_array_stream` capsule.
-pub fn take_device_stream(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedDeviceStream> {
+pub(crate) fn take_device_stream(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedDeviceStream> {
     move_out::<ArrowDeviceArrayStream, _>(capsule, |raw| {
         // SAFETY: as for take_schema, with an ArrowDeviceArrayStream.
         unsafe { OwnedDeviceStream::take(raw) }
@@ -245,7 +248,10 @@ pub fn take_device_stream(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedDeviceStr
 
 /// The export options for a `requested_schema` argument (`None` or an `arrow_schema` capsule,
 /// read without consuming it).
-pub fn options(tensor: &Tensor, requested: Option<&Bound<'_, PyAny>>) -> PyResult<ExportOptions> {
+pub(crate) fn options(
+    tensor: &Tensor,
+    requested: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ExportOptions> {
     let Some(requested) = requested.filter(|r| !r.is_none()) else {
         return Ok(ExportOptions::default());
     };
@@ -257,7 +263,7 @@ pub fn options(tensor: &Tensor, requested: Option<&Bound<'_, PyAny>>) -> PyResul
 
 /// Raise NotImplementedError for a keyword this version does not know whose value is not None
 /// (the PyCapsule rule for the device methods).
-pub fn check_device_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+pub(crate) fn check_device_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
     for (key, value) in kwargs.into_iter().flatten() {
         if !value.is_none() {
             return Err(PyNotImplementedError::new_err(format!(
@@ -271,7 +277,7 @@ pub fn check_device_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
 
 /// `__arrow_c_schema__`: the field the tensor exports as (`dim_names`: logical names of the
 /// cell's dimensions, see [`convert::export_named`]).
-pub fn export_schema<'py>(
+pub(crate) fn export_schema<'py>(
     py: Python<'py>,
     tensor: &Tensor,
     dim_names: Option<&[String]>,
@@ -282,7 +288,7 @@ pub fn export_schema<'py>(
 
 /// `__arrow_c_array__` (`device = false`, host memory only) or `__arrow_c_device_array__`
 /// (`device = true`, any device, never copied across devices): `(schema, array)` capsules.
-pub fn export_array<'py>(
+pub(crate) fn export_array<'py>(
     py: Python<'py>,
     tensor: &Tensor,
     dim_names: Option<&[String]>,
@@ -309,7 +315,7 @@ pub fn export_array<'py>(
 }
 
 /// `__arrow_c_stream__`: a stream of one chunk (host memory only).
-pub fn export_stream_capsule<'py>(
+pub(crate) fn export_stream_capsule<'py>(
     py: Python<'py>,
     tensor: &Tensor,
     dim_names: Option<&[String]>,
@@ -330,7 +336,7 @@ pub fn export_stream_capsule<'py>(
 
 /// `__arrow_c_device_stream__`: a device stream of one chunk on the tensor's own device (the
 /// schema and array of `__arrow_c_device_array__`).
-pub fn export_device_stream_capsule<'py>(
+pub(crate) fn export_device_stream_capsule<'py>(
     py: Python<'py>,
     tensor: &Tensor,
     dim_names: Option<&[String]>,
@@ -349,7 +355,7 @@ pub fn export_device_stream_capsule<'py>(
 
 /// Which Arrow protocol to import through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Protocol {
+pub(crate) enum Protocol {
     /// `__arrow_c_device_array__`
     DeviceArray,
     /// `__arrow_c_array__`
@@ -363,7 +369,7 @@ pub enum Protocol {
 impl Protocol {
     /// Every protocol, in the documented order of preference: a single array before a stream,
     /// and the device variant of each before the host one.
-    pub const ORDER: [Self; 4] = [
+    pub(crate) const ORDER: [Self; 4] = [
         Self::DeviceArray,
         Self::Array,
         Self::DeviceStream,
@@ -371,7 +377,7 @@ impl Protocol {
     ];
 
     /// True when a type that offers `offers` has this protocol's method.
-    pub fn is_offered(self, offers: &Protocols) -> bool {
+    pub(crate) fn is_offered(self, offers: &Protocols) -> bool {
         match self {
             Self::DeviceArray => offers.arrow_device_array,
             Self::Array => offers.arrow_array,
@@ -381,7 +387,7 @@ impl Protocol {
     }
 
     /// The protocol's method name.
-    pub fn method(self) -> &'static str {
+    pub(crate) fn method(self) -> &'static str {
         match self {
             Self::DeviceArray => "__arrow_c_device_array__",
             Self::Array => "__arrow_c_array__",
@@ -417,7 +423,7 @@ impl Drop for Attached {
 /// [`crate::arrow`]). `copy=Some(false)` refuses the copies bit-packed booleans and several
 /// stream chunks need. `nulls` says what to do with nulls; also returns the validity and the
 /// dimension names (see [`convert::import_arrow`]).
-pub fn import_with(
+pub(crate) fn import_with(
     obj: &Bound<'_, PyAny>,
     protocol: Protocol,
     copy: Option<bool>,

@@ -34,13 +34,13 @@ impl Drop for HeldBuffer {
 }
 
 /// True when `obj`'s type implements the buffer protocol.
-pub fn has_buffer(obj: &Bound<'_, PyAny>) -> bool {
+pub(crate) fn has_buffer(obj: &Bound<'_, PyAny>) -> bool {
     // SAFETY: a read of the type slots of a live object.
     unsafe { ffi::PyObject_CheckBuffer(obj.as_ptr()) == 1 }
 }
 
 /// Import a buffer-protocol exporter (N-d, strided, read-only kept).
-pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     let mut view = Box::new(ffi::Py_buffer::new());
     // SAFETY: `view` is a zeroed Py_buffer we own; on success it must be released (HeldBuffer).
     if unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, ffi::PyBUF_RECORDS_RO) } != 0 {
@@ -120,7 +120,7 @@ pub fn import(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 
 /// The bytes of a contiguous buffer-protocol exporter (any format, read as plain bytes): their
 /// address, length and read-only flag, and an owner that keeps them valid until it is dropped.
-pub fn contiguous_bytes(obj: &Bound<'_, PyAny>) -> PyResult<(*mut u8, usize, bool, Owner)> {
+pub(crate) fn contiguous_bytes(obj: &Bound<'_, PyAny>) -> PyResult<(*mut u8, usize, bool, Owner)> {
     let mut view = Box::new(ffi::Py_buffer::new());
     // SAFETY: `view` is a zeroed Py_buffer we own; on success it must be released (HeldBuffer).
     if unsafe { ffi::PyObject_GetBuffer(obj.as_ptr(), &mut *view, ffi::PyBUF_SIMPLE) } != 0 {
@@ -134,7 +134,7 @@ pub fn contiguous_bytes(obj: &Bound<'_, PyAny>) -> PyResult<(*mut u8, usize, boo
 
 /// Byte strides -> element strides. A byte stride that is not a multiple of the item size is a
 /// BufferError, except on dims of extent <= 1, where strides are meaningless.
-pub fn element_strides(
+pub(crate) fn element_strides(
     shape: &[i64],
     byte_strides: impl Iterator<Item = i64>,
     itemsize: usize,
@@ -179,7 +179,7 @@ static EMPTY: u64 = 0;
 /// # Safety
 /// `view` must point to a `Py_buffer` that the caller owns (as in a `bf_getbuffer` slot); on
 /// success it must later be passed to [`release`].
-pub unsafe fn fill(
+pub(crate) unsafe fn fill(
     view: *mut ffi::Py_buffer,
     flags: c_int,
     tensor: &Tensor,
@@ -268,7 +268,7 @@ pub unsafe fn fill(
 ///
 /// # Safety
 /// `view` must have been filled by [`fill`] and not released before.
-pub unsafe fn release(view: *mut ffi::Py_buffer) {
+pub(crate) unsafe fn release(view: *mut ffi::Py_buffer) {
     // SAFETY: `internal` holds the ViewDims leaked by `fill`, freed exactly once here.
     unsafe {
         let internal = (*view).internal;

@@ -37,7 +37,7 @@ static MAX_VERSION: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
 
 /// `obj.__dlpack__(max_version=(1, 3))`; `method`, when given, is the function that call
 /// resolves to (called with `obj` as its first argument, without looking it up).
-pub fn dlpack_with_max_version<'py>(
+pub(crate) fn dlpack_with_max_version<'py>(
     obj: &Bound<'py, PyAny>,
     method: Option<&Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -82,7 +82,7 @@ pub fn dlpack_with_max_version<'py>(
 }
 
 /// `function(arg)`, without a tuple for the argument.
-pub fn function1<'py>(
+pub(crate) fn function1<'py>(
     function: &Bound<'py, PyAny>,
     arg: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {

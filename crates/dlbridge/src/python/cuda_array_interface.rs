@@ -35,7 +35,7 @@ use crate::tensor::Tensor;
 
 /// The fields of a `__cuda_array_interface__` dict, validated (no driver needed).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     /// Element type.
     pub dtype: DType,
     /// Shape and element strides.
@@ -49,7 +49,7 @@ pub struct Parsed {
 }
 
 /// Validate the dict `iface` of `obj` (used in messages) without touching the driver.
-pub fn parse(obj: &Bound<'_, PyAny>, iface: &Bound<'_, PyAny>) -> PyResult<Parsed> {
+pub(crate) fn parse(obj: &Bound<'_, PyAny>, iface: &Bound<'_, PyAny>) -> PyResult<Parsed> {
     let dict = InterfaceDict::new(obj, iface, "__cuda_array_interface__")?;
     dict.version(0..=3, None)?;
     let Fields {
@@ -83,7 +83,7 @@ pub fn parse(obj: &Bound<'_, PyAny>, iface: &Bound<'_, PyAny>) -> PyResult<Parse
 
 /// The device of the memory at `address`: the driver's answer, else `hint` (see the module
 /// documentation).
-pub fn resolve_device(address: usize, hint: Option<Device>) -> PyResult<Device> {
+pub(crate) fn resolve_device(address: usize, hint: Option<Device>) -> PyResult<Device> {
     if address == 0 {
         return Ok(hint.unwrap_or(Device::new(DeviceType::CUDA, 0)));
     }
@@ -104,7 +104,7 @@ pub fn resolve_device(address: usize, hint: Option<Device>) -> PyResult<Device> 
 
 /// Import `obj` through its `__cuda_array_interface__` dict `iface`; `obj` is kept alive as the
 /// owner of the memory. `device_hint` is used only when the driver cannot be asked.
-pub fn import(
+pub(crate) fn import(
     obj: &Bound<'_, PyAny>,
     iface: &Bound<'_, PyAny>,
     device_hint: Option<Device>,
@@ -134,7 +134,7 @@ pub fn import(
 }
 
 /// The `__cuda_array_interface__` (version 3) dict of a CUDA device, managed or pinned tensor.
-pub fn export<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'py, PyDict>> {
+pub(crate) fn export<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'py, PyDict>> {
     let device = tensor.device();
     let stream: Option<i64> = match device.kind {
         DeviceType::CUDA | DeviceType::CUDA_MANAGED => Some(1),

@@ -70,7 +70,7 @@ fn hint(e: &Error) -> Option<String> {
 }
 
 /// A BufferError with `msg`.
-pub fn buffer_error(msg: impl Into<String>) -> PyErr {
+pub(crate) fn buffer_error(msg: impl Into<String>) -> PyErr {
     PyBufferError::new_err(msg.into())
 }
 

@@ -14,14 +14,14 @@ use crate::managed::ManagedTensor;
 use crate::tensor::Tensor;
 
 /// Capsule name of an exchange-API table.
-pub const CAPSULE_NAME: &CStr = c"dlpack_exchange_api";
+pub(crate) const CAPSULE_NAME: &CStr = c"dlpack_exchange_api";
 
 /// A table of process lifetime (the protocol's promise).
 #[derive(Clone, Copy, Debug)]
-pub struct Api(&'static DLPackExchangeAPI);
+pub(crate) struct Api(&'static DLPackExchangeAPI);
 
 /// The usable exchange API of a type, if any (see [`crate::python::protocols`] for caching).
-pub fn discover(ty: &Bound<'_, PyType>) -> PyResult<Option<Api>> {
+pub(crate) fn discover(ty: &Bound<'_, PyType>) -> PyResult<Option<Api>> {
     let py = ty.py();
     let header: *const DLPackExchangeAPIHeader =
         if let Some(capsule) = ty.getattr_opt(intern!(py, "__dlpack_c_exchange_api__"))? {
@@ -74,7 +74,7 @@ fn find_major(mut header: *const DLPackExchangeAPIHeader) -> Option<&'static DLP
 impl Api {
     /// Export `obj` through the table. Returns `None` when the data is not host-accessible:
     /// the table does not synchronise streams, so device data goes through `__dlpack__`.
-    pub fn import(self, obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
+    pub(crate) fn import(self, obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
         let export = self
             .0
             .managed_tensor_from_py_object_no_sync

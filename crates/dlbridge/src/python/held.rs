@@ -31,7 +31,7 @@ pub(crate) fn with_gil<R>(f: impl FnOnce() -> R) -> Option<R> {
 }
 
 /// A strong reference to a Python object that may be dropped on any thread.
-pub struct HeldObject(NonNull<ffi::PyObject>);
+pub(crate) struct HeldObject(NonNull<ffi::PyObject>);
 
 // SAFETY: the object is never used through this handle; the reference is released in Drop
 // under the GIL (with_gil), or leaked after finalisation.
@@ -41,7 +41,7 @@ unsafe impl Sync for HeldObject {}
 
 impl HeldObject {
     /// A new strong reference to `obj`.
-    pub fn new(obj: &Bound<'_, PyAny>) -> Self {
+    pub(crate) fn new(obj: &Bound<'_, PyAny>) -> Self {
         let ptr = obj.clone().into_ptr();
         Self(NonNull::new(ptr).expect("a live object is never NULL"))
     }

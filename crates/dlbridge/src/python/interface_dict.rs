@@ -13,7 +13,7 @@ use crate::python::errors::buffer_error;
 
 /// The common fields, validated.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Fields {
+pub(crate) struct Fields {
     /// Element type.
     pub dtype: DType,
     /// Shape and element strides.
@@ -25,7 +25,7 @@ pub struct Fields {
 }
 
 /// One interface dict of one object, for parsing with messages that name both.
-pub struct InterfaceDict<'a, 'py> {
+pub(crate) struct InterfaceDict<'a, 'py> {
     obj: &'a Bound<'py, PyAny>,
     dict: &'a Bound<'py, PyDict>,
     protocol: &'static str,
@@ -33,7 +33,7 @@ pub struct InterfaceDict<'a, 'py> {
 
 impl<'a, 'py> InterfaceDict<'a, 'py> {
     /// `iface` (the value of `obj.<protocol>`) as a dict, or a BufferError.
-    pub fn new(
+    pub(crate) fn new(
         obj: &'a Bound<'py, PyAny>,
         iface: &'a Bound<'py, PyAny>,
         protocol: &'static str,
@@ -52,7 +52,7 @@ impl<'a, 'py> InterfaceDict<'a, 'py> {
     }
 
     /// A BufferError saying the dict is malformed, and how.
-    pub fn malformed(&self, what: &str) -> PyErr {
+    pub(crate) fn malformed(&self, what: &str) -> PyErr {
         buffer_error(format!(
             "{}.{} is malformed: {what}",
             type_name(self.obj),
@@ -61,12 +61,12 @@ impl<'a, 'py> InterfaceDict<'a, 'py> {
     }
 
     /// The value of `key`, if present.
-    pub fn get(&self, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    pub(crate) fn get(&self, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.dict.get_item(key)
     }
 
     /// `version`, which must lie in `supported`; `default` when absent (`None`: required).
-    pub fn version(
+    pub(crate) fn version(
         &self,
         supported: std::ops::RangeInclusive<i64>,
         default: Option<i64>,
@@ -97,7 +97,7 @@ impl<'a, 'py> InterfaceDict<'a, 'py> {
     }
 
     /// The shared fields (everything but `version` and protocol-specific keys).
-    pub fn fields(&self) -> PyResult<Fields> {
+    pub(crate) fn fields(&self) -> PyResult<Fields> {
         if self.get("mask")?.is_some_and(|m| !m.is_none()) {
             return Err(buffer_error(format!(
                 "{}.{} has a mask (masked array), which cannot be exchanged; fill the masked values first",

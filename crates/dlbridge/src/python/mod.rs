@@ -1,10 +1,13 @@
 //! Python integration (feature `pyo3`): DLPack capsules, buffer-protocol and array-interface
 //! import, buffer export, and the import dispatch behind `dlbridge.from_dlpack`.
 //!
-//! [`module`] holds the classes and functions of the `dlbridge` Python module (`Tensor` with
-//! `__dlpack__`, `from_dlpack`, ...) and [`module::register`] adds them to any module. Other
-//! PyO3 extensions can also call [`import::from_object`] to turn any array-like into a
-//! [`Tensor`](crate::Tensor) and [`capsule::export`] to hand one out as a DLPack capsule.
+//! [`register`] adds the classes and functions of the `dlbridge` Python module (`Tensor` with
+//! `__dlpack__`, `from_dlpack`, ...) to any module; [`PyTensor`] is that `Tensor` class. A
+//! `#[pyfunction]` takes [`Tensor`](crate::Tensor), [`HostTensor`], [`WritableTensor`] or
+//! [`Import`] arguments. Other PyO3 extensions can also call [`import::from_object`] to turn any
+//! array-like into a [`Tensor`](crate::Tensor), and [`capsule::export`] and
+//! [`capsule::consume`] to hand one out as a DLPack capsule and take one in. Everything else
+//! here is internal.
 
 pub(crate) mod array_interface;
 pub(crate) mod arrow;
@@ -17,7 +20,7 @@ pub(crate) mod exchange;
 pub(crate) mod held;
 pub mod import;
 pub(crate) mod interface_dict;
-pub mod module;
+mod module;
 pub(crate) mod numpy_api;
 pub(crate) mod pickle;
 pub(crate) mod protocols;

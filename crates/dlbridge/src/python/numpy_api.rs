@@ -86,7 +86,7 @@ type SetBaseObjectFn = unsafe extern "C" fn(*mut ffi::PyObject, *mut ffi::PyObje
 /// NumPy's C-API table, of a supported ABI (it lives as long as the process: extension
 /// modules are never unloaded).
 #[derive(Clone, Copy, Debug)]
-pub struct Api(NonNull<*const c_void>);
+pub(crate) struct Api(NonNull<*const c_void>);
 
 // SAFETY: the table is immutable, process-lifetime data, so sharing its address between
 // threads is sound; every call through it is made by a thread attached to the interpreter
@@ -102,7 +102,7 @@ static TABLE: AtomicPtr<*const c_void> = AtomicPtr::new(std::ptr::null_mut());
 impl Api {
     /// The table of the NumPy already imported in this process, or `None` (not imported, or an
     /// ABI this module does not know). Found once; not-found is asked again next time.
-    pub fn get(py: Python<'_>) -> Option<Self> {
+    pub(crate) fn get(py: Python<'_>) -> Option<Self> {
         if let Some(table) = NonNull::new(TABLE.load(Ordering::Acquire)) {
             return Some(Self(table));
         }
@@ -112,7 +112,7 @@ impl Api {
     }
 
     /// The table when `ty` is exactly `numpy.ndarray` (subclasses: `None`).
-    pub fn for_exact_ndarray(ty: &Bound<'_, PyType>) -> Option<Self> {
+    pub(crate) fn for_exact_ndarray(ty: &Bound<'_, PyType>) -> Option<Self> {
         if !ty.name().is_ok_and(|n| n == "ndarray") {
             return None;
         }
@@ -154,18 +154,18 @@ impl Api {
     }
 
     /// The table when it was already found (by [`Api::get`]), without searching for it.
-    pub fn found() -> Option<Self> {
+    pub(crate) fn found() -> Option<Self> {
         NonNull::new(TABLE.load(Ordering::Acquire)).map(Self)
     }
 
     /// True when `obj` is exactly a `numpy.ndarray` (not a subclass).
-    pub fn is_exact_ndarray(self, obj: &Bound<'_, PyAny>) -> bool {
+    pub(crate) fn is_exact_ndarray(self, obj: &Bound<'_, PyAny>) -> bool {
         // SAFETY: reading the type of a live object.
         unsafe { ffi::Py_TYPE(obj.as_ptr()) == self.array_type() }
     }
 
     /// True when `obj` is a `numpy.ndarray` or an instance of a subclass.
-    pub fn is_ndarray(self, obj: &Bound<'_, PyAny>) -> bool {
+    pub(crate) fn is_ndarray(self, obj: &Bound<'_, PyAny>) -> bool {
         // SAFETY: a type check of a live object against NumPy's (immortal) array type.
         unsafe { ffi::PyObject_TypeCheck(obj.as_ptr(), self.array_type()) != 0 }
     }
@@ -186,7 +186,7 @@ impl Api {
     /// byte-swapped data, strides that are not whole items, arrays that came from DLPack
     /// (their device is their capsule's).
     #[inline]
-    pub fn import(self, obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
+    pub(crate) fn import(self, obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
         // SAFETY: `obj` is an exact ndarray of this table's ABI (caller's contract, by its
         // type), kept alive by the reference this borrow holds; only the shared leading fields
         // are read, by an attached thread, as NumPy's own C functions read them (NumPy does
@@ -263,7 +263,7 @@ impl Api {
     }
 
     /// True when NumPy has `dtype` built in (so [`Api::to_ndarray`] can make the array).
-    pub fn supports(self, dtype: DType) -> bool {
+    pub(crate) fn supports(self, dtype: DType) -> bool {
         type_num_of(dtype).is_some()
     }
 
@@ -271,7 +271,7 @@ impl Api {
     /// memory alive) as its base object: what `numpy.from_dlpack` builds, without a capsule.
     /// Read-only unless the tensor is writable. `None` for dtypes NumPy has no builtin type
     /// for and for memory that is not plain CPU memory.
-    pub fn to_ndarray<'py>(
+    pub(crate) fn to_ndarray<'py>(
         self,
         tensor: &Tensor,
         base: Bound<'py, PyAny>,
@@ -354,22 +354,22 @@ fn native_order(byteorder: c_char) -> bool {
 /// `NPY_TYPES` numbers of the builtin numeric types.
 mod npy {
     use std::ffi::c_int;
-    pub const BOOL: c_int = 0;
-    pub const BYTE: c_int = 1;
-    pub const UBYTE: c_int = 2;
-    pub const SHORT: c_int = 3;
-    pub const USHORT: c_int = 4;
-    pub const INT: c_int = 5;
-    pub const UINT: c_int = 6;
-    pub const LONG: c_int = 7;
-    pub const ULONG: c_int = 8;
-    pub const LONGLONG: c_int = 9;
-    pub const ULONGLONG: c_int = 10;
-    pub const FLOAT: c_int = 11;
-    pub const DOUBLE: c_int = 12;
-    pub const CFLOAT: c_int = 14;
-    pub const CDOUBLE: c_int = 15;
-    pub const HALF: c_int = 23;
+    pub(super) const BOOL: c_int = 0;
+    pub(super) const BYTE: c_int = 1;
+    pub(super) const UBYTE: c_int = 2;
+    pub(super) const SHORT: c_int = 3;
+    pub(super) const USHORT: c_int = 4;
+    pub(super) const INT: c_int = 5;
+    pub(super) const UINT: c_int = 6;
+    pub(super) const LONG: c_int = 7;
+    pub(super) const ULONG: c_int = 8;
+    pub(super) const LONGLONG: c_int = 9;
+    pub(super) const ULONGLONG: c_int = 10;
+    pub(super) const FLOAT: c_int = 11;
+    pub(super) const DOUBLE: c_int = 12;
+    pub(super) const CFLOAT: c_int = 14;
+    pub(super) const CDOUBLE: c_int = 15;
+    pub(super) const HALF: c_int = 23;
 }
 
 const LONG_IS_64: bool = std::mem::size_of::<c_long>() == 8;

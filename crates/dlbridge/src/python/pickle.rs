@@ -28,7 +28,7 @@ const FORMAT: u32 = 1;
 /// What travels beside the bytes: the [`Description`] plus the flags, names and device that
 /// are not about the bytes themselves.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Metadata {
+pub(crate) struct Metadata {
     /// Layout and element type of the bytes.
     pub description: Description,
     /// The source was read-only.
@@ -41,7 +41,7 @@ pub struct Metadata {
 
 impl Metadata {
     /// The metadata as a tuple of plain Python values (what a pickle stores).
-    pub fn to_tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    pub(crate) fn to_tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let d = &self.description;
         (
             FORMAT,
@@ -58,7 +58,7 @@ impl Metadata {
     }
 
     /// Read a tuple made by [`Metadata::to_tuple`]; anything else is a ValueError.
-    pub fn from_tuple(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+    pub(crate) fn from_tuple(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
         type Fields = (
             u32,
             (u8, u8, u16),
@@ -131,7 +131,7 @@ fn staged(tensor: &Tensor) -> PyResult<(Tensor, Device)> {
 
 /// `tensor.__reduce_ex__(protocol)`: `(rebuild, (payload, metadata))`. `exporter` turns the
 /// byte tensor into a Python object with the buffer protocol (for the `PickleBuffer`).
-pub fn reduce_ex<'py>(
+pub(crate) fn reduce_ex<'py>(
     py: Python<'py>,
     tensor: &Tensor,
     dim_names: Option<&[String]>,
@@ -164,7 +164,7 @@ pub fn reduce_ex<'py>(
 /// The reconstructor: a tensor viewing `payload` (any contiguous buffer-protocol object; kept
 /// alive by the tensor) as `metadata` says, read-only when the payload or the source was.
 /// Data that is not aligned to its item size is copied; a CUDA tensor is copied to its device.
-pub fn rebuild(
+pub(crate) fn rebuild(
     payload: &Bound<'_, PyAny>,
     metadata: &Bound<'_, PyAny>,
 ) -> PyResult<(Tensor, Option<Vec<String>>)> {

@@ -19,7 +19,7 @@ use crate::python::{numpy_api, torch};
 
 /// The protocols a type offers.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Protocols {
+pub(crate) struct Protocols {
     /// Its DLPack C exchange API table, if it has a usable one.
     pub exchange: Option<Api>,
     /// `__dlpack__`.
@@ -62,7 +62,7 @@ static CACHE: Mutex<Vec<&'static Entry>> = Mutex::new(Vec::new());
 static LAST: AtomicPtr<Entry> = AtomicPtr::new(std::ptr::null_mut());
 
 /// The protocols `obj`'s type offers.
-pub fn of(obj: &Bound<'_, PyAny>) -> PyResult<Protocols> {
+pub(crate) fn of(obj: &Bound<'_, PyAny>) -> PyResult<Protocols> {
     let ty = obj.get_type();
     let last = LAST.load(Ordering::Acquire);
     if !last.is_null() {

@@ -14,7 +14,7 @@ use crate::tensor::Tensor;
 
 /// `t` in memory other processes can open: host data copied into a memfd (Linux only), CUDA
 /// device data exported in place through CUDA IPC.
-pub fn to_shared(t: &Tensor) -> Result<Tensor> {
+pub(crate) fn to_shared(t: &Tensor) -> Result<Tensor> {
     if t.device().kind == DeviceType::CUDA {
         return cuda::to_ipc_shared(t);
     }
@@ -37,7 +37,7 @@ pub fn to_shared(t: &Tensor) -> Result<Tensor> {
 /// `("memfd", fd, length, metadata)`, where `fd` is the memfd to duplicate into the receiver,
 /// or `("cuda_ipc", handle, allocation_size, metadata)`; `metadata` describes `t` within those
 /// bytes. `None` for any other tensor.
-pub fn handle<'py>(
+pub(crate) fn handle<'py>(
     py: Python<'py>,
     t: &Tensor,
     dim_names: Option<&[String]>,
@@ -88,7 +88,7 @@ pub fn handle<'py>(
 /// The receiving side of [`handle`]: map the memfd `fd` (duplicated here; the caller keeps and
 /// closes its own) of `length` bytes and view it as `metadata` says, after checking that the
 /// descriptor is a sealed memfd of that size and that the view stays inside it.
-pub fn map(
+pub(crate) fn map(
     fd: i32,
     length: usize,
     metadata: &Bound<'_, PyAny>,
@@ -150,7 +150,7 @@ fn platform_name() -> &'static str {
 /// The receiving side of a `"cuda_ipc"` [`handle`]: open the CUDA IPC `handle` (64 bytes) of an
 /// allocation of `allocation_size` bytes on the device `metadata` names, and view the tensor it
 /// describes (checked to stay inside the allocation). Fails in the process that exported it.
-pub fn open_cuda(
+pub(crate) fn open_cuda(
     handle: &[u8],
     allocation_size: usize,
     metadata: &Bound<'_, PyAny>,

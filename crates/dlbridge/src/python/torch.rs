@@ -28,7 +28,7 @@ use crate::python::call;
 use crate::python::torch_native::{Readers, State};
 
 /// True for `torch.Tensor` and its subclasses (e.g. `torch.nn.Parameter`).
-pub fn is_tensor_type(ty: &Bound<'_, PyType>) -> bool {
+pub(crate) fn is_tensor_type(ty: &Bound<'_, PyType>) -> bool {
     let is_torch_tensor = |t: &Bound<'_, PyAny>| {
         t.getattr("__module__")
             .is_ok_and(|m| m.eq("torch").unwrap_or(false))
@@ -42,7 +42,7 @@ pub fn is_tensor_type(ty: &Bound<'_, PyType>) -> bool {
 
 /// BufferError when the torch tensor `obj` cannot be exported faithfully as it is (its dtype
 /// not known yet: all three states are read).
-pub fn check_exportable(obj: &Bound<'_, PyAny>) -> PyResult<()> {
+pub(crate) fn check_exportable(obj: &Bound<'_, PyAny>) -> PyResult<()> {
     check(obj, None)
 }
 
@@ -50,7 +50,7 @@ pub fn check_exportable(obj: &Bound<'_, PyAny>) -> PyResult<()> {
 /// that dtype can have are read. torch sets the conjugate bit on complex tensors only (its
 /// `_set_conj` asserts it) and lets only floating-point and complex tensors require grad
 /// (anything else raises); the negative bit can be set on any dtype, so it is always read.
-pub fn check_exported(obj: &Bound<'_, PyAny>, dtype: DType) -> PyResult<()> {
+pub(crate) fn check_exported(obj: &Bound<'_, PyAny>, dtype: DType) -> PyResult<()> {
     check(obj, Some(dtype))
 }
 
@@ -89,7 +89,7 @@ fn check(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<()> {
 /// makes an exportable tensor. Read with torch's Python attributes, which cost more than an
 /// import itself: called on the general path before any export, and on the fast path only
 /// after torch's exchange table refused the tensor.
-pub fn check_describable(obj: &Bound<'_, PyAny>) -> PyResult<()> {
+pub(crate) fn check_describable(obj: &Bound<'_, PyAny>) -> PyResult<()> {
     let py = obj.py();
     let refuse = |what: String, fix: &str| {
         Err(PyBufferError::new_err(format!(
@@ -126,7 +126,7 @@ pub fn check_describable(obj: &Bound<'_, PyAny>) -> PyResult<()> {
 /// The error for a torch tensor whose export through torch's exchange table failed with
 /// `err`: the BufferError of [`check_describable`] when the tensor is one DLPack cannot
 /// describe, else `err` as a BufferError (the producer refused the export), `err` its cause.
-pub fn export_refused(obj: &Bound<'_, PyAny>, err: PyErr) -> PyErr {
+pub(crate) fn export_refused(obj: &Bound<'_, PyAny>, err: PyErr) -> PyErr {
     let py = obj.py();
     if let Err(undescribable) = check_describable(obj) {
         undescribable.set_cause(py, Some(err));

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 
 #[repr(C)]
-pub struct CSchema {
+pub(crate) struct CSchema {
     pub format: *const c_char,
     pub name: *const c_char,
     pub metadata: *const c_char,
@@ -24,7 +24,7 @@ pub struct CSchema {
 }
 
 #[repr(C)]
-pub struct CArray {
+pub(crate) struct CArray {
     pub length: i64,
     pub null_count: i64,
     pub offset: i64,
@@ -38,7 +38,7 @@ pub struct CArray {
 }
 
 #[repr(C)]
-pub struct CStream {
+pub(crate) struct CStream {
     pub get_schema: Option<unsafe extern "C" fn(*mut CStream, *mut CSchema) -> c_int>,
     pub get_next: Option<unsafe extern "C" fn(*mut CStream, *mut CArray) -> c_int>,
     pub get_last_error: Option<unsafe extern "C" fn(*mut CStream) -> *const c_char>,
@@ -54,7 +54,7 @@ const _: () = {
 
 /// Release calls of the base structs, and where they ran.
 #[derive(Default)]
-pub struct Releases {
+pub(crate) struct Releases {
     pub schema: AtomicUsize,
     pub array: AtomicUsize,
     pub stream: AtomicUsize,
@@ -64,26 +64,26 @@ pub struct Releases {
 }
 
 impl Releases {
-    pub fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self::default())
     }
-    pub fn schema(&self) -> usize {
+    pub(crate) fn schema(&self) -> usize {
         self.schema.load(Ordering::SeqCst)
     }
-    pub fn array(&self) -> usize {
+    pub(crate) fn array(&self) -> usize {
         self.array.load(Ordering::SeqCst)
     }
-    pub fn stream(&self) -> usize {
+    pub(crate) fn stream(&self) -> usize {
         self.stream.load(Ordering::SeqCst)
     }
-    pub fn poison(&self) -> usize {
+    pub(crate) fn poison(&self) -> usize {
         self.poison.load(Ordering::SeqCst)
     }
 }
 
 /// A field: format, metadata pairs, children.
 #[derive(Clone, Debug)]
-pub struct Field {
+pub(crate) struct Field {
     pub format: String,
     pub metadata: Vec<(String, String)>,
     pub children: Vec<Field>,
@@ -91,7 +91,7 @@ pub struct Field {
 }
 
 impl Field {
-    pub fn new(format: &str) -> Self {
+    pub(crate) fn new(format: &str) -> Self {
         Self {
             format: format.to_owned(),
             metadata: vec![],
@@ -99,7 +99,7 @@ impl Field {
             dictionary: false,
         }
     }
-    pub fn child(mut self, c: Field) -> Self {
+    pub(crate) fn child(mut self, c: Field) -> Self {
         self.children.push(c);
         self
     }
@@ -107,7 +107,7 @@ impl Field {
 
 /// An array: lengths, buffers (None = NULL), children.
 #[derive(Clone, Debug, Default)]
-pub struct Array {
+pub(crate) struct Array {
     pub length: i64,
     pub offset: i64,
     pub null_count: i64,
@@ -117,7 +117,7 @@ pub struct Array {
 
 impl Array {
     /// A primitive array over `values` (no validity bitmap).
-    pub fn primitive(length: i64, values: Vec<u8>) -> Self {
+    pub(crate) fn primitive(length: i64, values: Vec<u8>) -> Self {
         Self {
             length,
             buffers: vec![None, Some(values)],
@@ -223,7 +223,7 @@ fn schema_inner(f: &Field, counts: Option<Arc<Releases>>) -> CSchema {
 }
 
 /// A base schema whose release reports to `counts`.
-pub fn schema(f: &Field, counts: &Arc<Releases>) -> Box<CSchema> {
+pub(crate) fn schema(f: &Field, counts: &Arc<Releases>) -> Box<CSchema> {
     Box::new(schema_inner(f, Some(counts.clone())))
 }
 
@@ -302,7 +302,7 @@ fn array_inner(a: &Array, counts: Option<Arc<Releases>>) -> CArray {
 }
 
 /// A base array whose release reports to `counts`.
-pub fn array(a: &Array, counts: &Arc<Releases>) -> Box<CArray> {
+pub(crate) fn array(a: &Array, counts: &Arc<Releases>) -> Box<CArray> {
     Box::new(array_inner(a, Some(counts.clone())))
 }
 
@@ -311,7 +311,7 @@ pub fn array(a: &Array, counts: &Arc<Releases>) -> Box<CArray> {
 // ------------------------------------------------------------------------------------------
 
 /// What a stream does.
-pub struct StreamPlan {
+pub(crate) struct StreamPlan {
     pub field: Field,
     /// Non-zero: get_schema fails with this code and leaves garbage in its output.
     pub schema_rc: c_int,
@@ -389,7 +389,7 @@ unsafe extern "C" fn release_stream(s: *mut CStream) {
 }
 
 /// A stream following `plan`, reporting to `counts`.
-pub fn stream(plan: StreamPlan, counts: &Arc<Releases>) -> Box<CStream> {
+pub(crate) fn stream(plan: StreamPlan, counts: &Arc<Releases>) -> Box<CStream> {
     let private = Box::new(StreamPrivate {
         plan,
         counts: counts.clone(),

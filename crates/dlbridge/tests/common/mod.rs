@@ -8,7 +8,7 @@
 //! that valgrind reports.
 #![allow(dead_code)]
 
-pub mod arrow;
+pub(crate) mod arrow;
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,7 +19,7 @@ use dlbridge::ManagedTensor;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct DLTensor {
+pub(crate) struct DLTensor {
     pub data: *mut c_void,
     pub device: [i32; 2],
     pub ndim: i32,
@@ -30,14 +30,14 @@ pub struct DLTensor {
 }
 
 #[repr(C)]
-pub struct Legacy {
+pub(crate) struct Legacy {
     pub dl_tensor: DLTensor,
     pub manager_ctx: *mut c_void,
     pub deleter: Option<unsafe extern "C" fn(*mut Legacy)>,
 }
 
 #[repr(C)]
-pub struct Versioned {
+pub(crate) struct Versioned {
     pub version: [u32; 2],
     pub manager_ctx: *mut c_void,
     pub deleter: Option<unsafe extern "C" fn(*mut Versioned)>,
@@ -53,26 +53,26 @@ const _: () = {
 
 /// Counts deleter calls and records the threads they run on.
 #[derive(Default)]
-pub struct Counter {
+pub(crate) struct Counter {
     calls: AtomicUsize,
     threads: Mutex<Vec<ThreadId>>,
 }
 
 impl Counter {
-    pub fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self::default())
     }
-    pub fn calls(&self) -> usize {
+    pub(crate) fn calls(&self) -> usize {
         self.calls.load(Ordering::SeqCst)
     }
-    pub fn threads(&self) -> Vec<ThreadId> {
+    pub(crate) fn threads(&self) -> Vec<ThreadId> {
         self.threads.lock().unwrap().clone()
     }
 }
 
 /// Where `data` points.
 #[derive(Clone, Debug)]
-pub enum Data {
+pub(crate) enum Data {
     Null,
     /// A fresh buffer of this many bytes (filled with 0, 1, 2, ...), owned by the producer.
     Buffer(usize),
@@ -82,7 +82,7 @@ pub enum Data {
 
 /// Everything a producer may put in a managed tensor, good or bad.
 #[derive(Clone, Debug)]
-pub struct Spec {
+pub(crate) struct Spec {
     pub versioned: bool,
     pub version: (u32, u32),
     pub flags: u64,
@@ -103,7 +103,7 @@ pub struct Spec {
 
 impl Spec {
     /// A valid versioned 1.3 float32 tensor of `shape`, C-contiguous, over its own buffer.
-    pub fn f32(shape: &[i64]) -> Self {
+    pub(crate) fn f32(shape: &[i64]) -> Self {
         let n: i64 = shape.iter().product();
         Self {
             versioned: true,
@@ -120,25 +120,25 @@ impl Spec {
             garbage_tensor: false,
         }
     }
-    pub fn legacy(mut self) -> Self {
+    pub(crate) fn legacy(mut self) -> Self {
         self.versioned = false;
         self
     }
-    pub fn version(mut self, major: u32, minor: u32) -> Self {
+    pub(crate) fn version(mut self, major: u32, minor: u32) -> Self {
         self.version = (major, minor);
         self
     }
-    pub fn strides(mut self, strides: Option<Vec<i64>>) -> Self {
+    pub(crate) fn strides(mut self, strides: Option<Vec<i64>>) -> Self {
         self.strides = strides;
         self
     }
-    pub fn data(mut self, data: Data) -> Self {
+    pub(crate) fn data(mut self, data: Data) -> Self {
         self.data = data;
         self
     }
 }
 
-pub fn c_strides(shape: &[i64]) -> Vec<i64> {
+pub(crate) fn c_strides(shape: &[i64]) -> Vec<i64> {
     let mut out = vec![0; shape.len()];
     let mut acc = 1i64;
     for (s, &n) in out.iter_mut().zip(shape).rev() {
@@ -183,7 +183,7 @@ unsafe extern "C" fn delete_legacy(m: *mut Legacy) {
 
 /// A raw managed tensor (`*mut Versioned` or `*mut Legacy`) and its block (for freeing it by
 /// hand when there is no deleter).
-pub struct Raw {
+pub(crate) struct Raw {
     pub ptr: *mut c_void,
     pub versioned: bool,
     ctx: *mut c_void,
@@ -194,12 +194,12 @@ impl Raw {
     ///
     /// # Safety
     /// Only for specs with `deleter: false`, once, after every user is gone.
-    pub unsafe fn free_without_deleter(self) {
+    pub(crate) unsafe fn free_without_deleter(self) {
         // SAFETY: the caller's contract: the block is ours again and freed once.
         drop(unsafe { Box::from_raw(self.ctx.cast::<Block>()) });
     }
     /// Hand it to dlbridge.
-    pub fn to_managed(&self) -> ManagedTensor {
+    pub(crate) fn to_managed(&self) -> ManagedTensor {
         // SAFETY: made by `make_raw`; ownership passes (the caller uses it once).
         unsafe {
             if self.versioned {
@@ -212,7 +212,7 @@ impl Raw {
     }
 }
 
-pub fn make_raw(spec: &Spec, counter: &Arc<Counter>) -> Raw {
+pub(crate) fn make_raw(spec: &Spec, counter: &Arc<Counter>) -> Raw {
     let mut shape = spec.shape.clone();
     let mut strides = spec.strides.clone();
     let mut data: Vec<u8> = match spec.data {
@@ -287,7 +287,7 @@ pub fn make_raw(spec: &Spec, counter: &Arc<Counter>) -> Raw {
 }
 
 /// A managed tensor for `spec` whose deleter reports to `counter`.
-pub fn make(spec: &Spec, counter: &Arc<Counter>) -> ManagedTensor {
+pub(crate) fn make(spec: &Spec, counter: &Arc<Counter>) -> ManagedTensor {
     assert!(spec.deleter, "use make_raw for a NULL deleter");
     make_raw(spec, counter).to_managed()
 }

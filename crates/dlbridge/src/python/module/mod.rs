@@ -25,7 +25,7 @@ use crate::python::import;
 
 pub use convert::{HostTensor, Import, WritableTensor};
 pub use tensor::PyTensor;
-pub use types::{PyDType, PyDevice};
+pub(super) use types::{PyDType, PyDevice};
 
 use tensor::import_object;
 
