@@ -15,6 +15,9 @@
 #      RUSTDOCFLAGS=-D warnings (a broken intra-doc link fails) and as docs.rs builds them
 #      (nightly, --cfg docsrs; skipped loudly without it), and the published crate's file
 #      list (cargo package --list: the license files and README must be in it)
+#      the public API: python3 scripts/public_api.py --check lists every public item from
+#      rustdoc's JSON (nightly; skipped loudly without it) and fails when the list differs
+#      from docs/rust-public-api.txt (--update rewrites it after a change made on purpose)
 #   3. cargo test --workspace --exclude dlbridge-py --all-features
 #      cargo test -p dlbridge --no-default-features   (no CUDA loader, no Python)
 #      bash scripts/asan_test.sh: the core's unit tests under AddressSanitizer (nightly;
@@ -100,6 +103,9 @@ docs_rs_build() {
     RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo +nightly doc -p dlbridge --all-features --no-deps
 }
 step docs_rs_build
+
+# The public API, item by item: an API change must change docs/rust-public-api.txt too.
+step "$PY" scripts/public_api.py --check
 
 # What `cargo publish` would upload: the manifest is valid and the crate carries its licenses.
 crate_has_licenses() {
