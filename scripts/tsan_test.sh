@@ -13,8 +13,9 @@
 # dropped on other threads, one tensor shared, exported and dropped from several threads) and
 # every test whose name says `thread` or `concurrent`, in the library and in
 # tests/lifetimes.rs (deleters and Arrow releases on other threads); filters given on the
-# command line replace them. About 2 minutes warm on two busy cores; the first run also builds
-# the standard library and the dependencies with the sanitizer (about 5 minutes more).
+# command line replace them. About 1 minute warm on two cores (35 s of tests, 40 more when the
+# crate changed); the first run also builds the standard library and the dependencies with the
+# sanitizer (about 5 minutes more).
 #
 # Needs a nightly toolchain ($DLBRIDGE_TSAN_TOOLCHAIN, default "nightly") with the rust-src
 # component, which the script adds itself when rustup can; without them the run is skipped

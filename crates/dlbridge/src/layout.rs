@@ -858,7 +858,7 @@ mod tests {
             };
             let mut walked = vec![];
             for_each_offset(&l, |o| walked.push(i128::from(o)));
-            let mut expected = vec![];
+            let mut expected: Vec<i128> = vec![];
             if l.size() > 0 {
                 let mut index = vec![0i64; shape.len()];
                 'outer: loop {
