@@ -341,7 +341,8 @@ def from_arrow(  # type: ignore[misc]
 def copyto(dst: Tensor, src: Any) -> None:
     """Copy the elements of ``src`` (anything ``from_dlpack`` takes) into the writable tensor
     ``dst``, broadcasting like ``numpy.copyto`` (no casting: same dtype). BufferError for a
-    read-only ``dst``, ValueError for a shape or dtype mismatch."""
+    read-only ``dst``, ValueError for a shape or dtype mismatch. As with ``numpy.copyto``, no
+    other thread may read or write ``dst``'s elements during the copy: arrays have no lock."""
 
 def to_numpy(x: Any, *, copy: bool | None = None) -> Any:
     """``dlbridge.to_numpy``: a host NumPy array with ``x``'s values. NumPy arrays (as they

@@ -53,7 +53,8 @@ fn from_dlpack<'py>(
 }
 
 /// Copy the elements of `src` into the existing, writable tensor `dst` (`numpy.copyto`
-/// without casting): `src` is imported like `from_dlpack` and broadcast to `dst`'s shape.
+/// without casting): `src` is imported like `from_dlpack` and broadcast to `dst`'s shape. As
+/// with `numpy.copyto`, no other thread may read or write `dst`'s elements during the copy.
 #[pyfunction]
 fn copyto(dst: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<()> {
     let src = match src.cast::<PyTensor>() {
