@@ -184,9 +184,15 @@ def _in_threads(n: int, work) -> list:
 def test_threads_import_export_convert_and_pickle_same_and_distinct_arrays():
     import pickle
 
+    import sys
+    from multiprocessing.reduction import ForkingPickler
+
     shared = np.arange(256, dtype=np.float64)
     frozen = np.arange(256, dtype=np.int32)
     frozen.flags.writeable = False
+    # One dlbridge Tensor exported, converted and pickled by every thread at once.
+    one = dlbridge.from_dlpack(shared)
+    one_frozen = dlbridge.from_dlpack(frozen)
     sampled: list[weakref.ref] = []
     stop = time.monotonic() + SHORT
 
@@ -194,6 +200,22 @@ def test_threads_import_export_convert_and_pickle_same_and_distinct_arrays():
         i = 0
         while time.monotonic() < stop:
             i += 1
+            for t, src in ((one, shared), (one_frozen, frozen)):
+                back = dlbridge.from_dlpack(t.__dlpack__(max_version=(1, 3)))
+                assert back.data_ptr == src.ctypes.data and back.readonly is t.readonly
+                np.testing.assert_array_equal(np.from_dlpack(t), src)
+                np.testing.assert_array_equal(dlbridge.to_numpy(t), src)
+                loaded = pickle.loads(pickle.dumps(t, protocol=5))
+                assert loaded.readonly is t.readonly
+                np.testing.assert_array_equal(np.from_dlpack(loaded), src)
+            if sys.platform == "linux" and i % 8 == 0:
+                # Shared memory, and its handle mapped again as multiprocessing would.
+                moved = dlbridge.to_shared(one_frozen)
+                assert moved.readonly
+                again = pickle.loads(ForkingPickler.dumps(moved))
+                assert again.readonly and again.data_ptr != moved.data_ptr
+                np.testing.assert_array_equal(np.from_dlpack(again), frozen)
+                del moved, again
             own = np.arange(64, dtype=np.float32) * (k + 1)
             if i % 32 == 0:
                 sampled.append(weakref.ref(own))
@@ -228,6 +250,7 @@ def test_threads_import_export_convert_and_pickle_same_and_distinct_arrays():
 
     counts = _in_threads(N_THREADS, work)
     assert all(c > 0 for c in counts), counts
+    del one, one_frozen
     gc.collect()
     assert all(r() is None for r in sampled), "an imported array was never freed"
     np.testing.assert_array_equal(shared, np.arange(256, dtype=np.float64))
