@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from .._layout import c_strides
+
 c_void_p = ctypes.c_void_p
 c_int64 = ctypes.c_int64
 
@@ -244,15 +246,6 @@ class CapsuleInfo:
             f"shape {self.shape}, strides {strides}, device "
             f"{DEVICE_NAMES.get(self.device[0], self.device[0])}"
         )
-
-
-def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    out = []
-    acc = 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= max(n, 1)
-    return tuple(reversed(out))
 
 
 def host_copy(
