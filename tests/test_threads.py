@@ -183,7 +183,6 @@ def _in_threads(n: int, work) -> list:
 
 def test_threads_import_export_convert_and_pickle_same_and_distinct_arrays():
     import pickle
-
     import sys
     from multiprocessing.reduction import ForkingPickler
 
@@ -200,7 +199,8 @@ def test_threads_import_export_convert_and_pickle_same_and_distinct_arrays():
         i = 0
         while time.monotonic() < stop:
             i += 1
-            for t, src in ((one, shared), (one_frozen, frozen)):
+            # one and one_frozen are deleted below, after the threads end (not seen by F821)
+            for t, src in ((one, shared), (one_frozen, frozen)):  # noqa: F821
                 back = dlbridge.from_dlpack(t.__dlpack__(max_version=(1, 3)))
                 assert back.data_ptr == src.ctypes.data and back.readonly is t.readonly
                 np.testing.assert_array_equal(np.from_dlpack(t), src)
@@ -210,7 +210,7 @@ def test_threads_import_export_convert_and_pickle_same_and_distinct_arrays():
                 np.testing.assert_array_equal(np.from_dlpack(loaded), src)
             if sys.platform == "linux" and i % 8 == 0:
                 # Shared memory, and its handle mapped again as multiprocessing would.
-                moved = dlbridge.to_shared(one_frozen)
+                moved = dlbridge.to_shared(one_frozen)  # noqa: F821
                 assert moved.readonly
                 again = pickle.loads(ForkingPickler.dumps(moved))
                 assert again.readonly and again.data_ptr != moved.data_ptr
