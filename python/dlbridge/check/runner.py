@@ -155,16 +155,8 @@ class Batch:
                     rest = os.read(fd, 1 << 20)
                     if not rest:
                         proc.wait()
-                        return self._after_death(
-                            pending,
-                            current,
-                            done_local,
-                            stage,
-                            err,
-                            hang=False,
-                            ready=ready,
-                            rc=proc.returncode,
-                        )
+                        return self._after_death(pending, current, done_local, stage, err,
+                                                 hang=False, ready=ready, rc=proc.returncode)
                     buf += rest
                 else:
                     continue
@@ -172,16 +164,8 @@ class Batch:
                 chunk = os.read(fd, 1 << 20)
                 if not chunk:
                     proc.wait()
-                    return self._after_death(
-                        pending,
-                        current,
-                        done_local,
-                        stage,
-                        err,
-                        hang=False,
-                        ready=ready,
-                        rc=proc.returncode,
-                    )
+                    return self._after_death(pending, current, done_local, stage, err,
+                                             hang=False, ready=ready, rc=proc.returncode)
                 buf += chunk
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
