@@ -250,6 +250,23 @@ def torch_quantized() -> WayOut:
                   lambda: dlbridge.to_shared(t.dequantize()), [1.0, 2.0])
 
 
+def torch_quantized_convert() -> WayOut:
+    torch = _torch()
+    t = torch.quantize_per_tensor(torch.tensor([1.0, 2.0]), 0.5, 0, torch.qint8)
+    return WayOut(lambda: dlbridge.convert(t, "numpy"), BufferError, ".dequantize()",
+                  lambda: dlbridge.convert(t.dequantize(), "numpy"), [1.0, 2.0])
+
+
+def torch_nested_convert() -> WayOut:
+    torch = _torch()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nested tensors warn that they are a prototype
+        t = torch.nested.nested_tensor([torch.ones(1), torch.ones(2)])
+    return WayOut(lambda: dlbridge.convert(t, "numpy"), BufferError, ".to_padded_tensor(0)",
+                  lambda: dlbridge.convert(t.to_padded_tensor(0), "numpy"),
+                  [[1.0, 0.0], [1.0, 1.0]])
+
+
 def torch_meta() -> WayOut:
     torch = _torch()
     t = torch.zeros(2, device="meta")
@@ -321,8 +338,9 @@ FAMILIES: dict[str, Callable[[], WayOut]] = {
         readonly_legacy_copy, readonly_destination, copy_required, convert_copy_required,
         stream_of_the_wrong_type, stream_not_valid_for_the_device, torch_requires_grad,
         torch_conj, torch_neg, torch_sparse, torch_sparse_csr, torch_mkldnn, torch_nested,
-        torch_quantized, torch_meta, torch_sparse_into_copyto, device_host_access,
-        device_host_access_to_device, device_pickle, device_pickle_from_dlpack,
+        torch_quantized, torch_quantized_convert, torch_nested_convert, torch_meta,
+        torch_sparse_into_copyto, device_host_access, device_host_access_to_device,
+        device_pickle, device_pickle_from_dlpack,
     )
 }
 

@@ -28,13 +28,21 @@ class Torch(Namespace):
 
     def state(self, x):
         torch = self.load()
+        if x.is_nested:
+            return [State("is nested (its rows have different lengths)",
+                          ".to_padded_tensor(0) or .unbind()", None, 0, None, refuse=True)]
         if x.layout != torch.strided:
             return [State(
                 f"is {str(x.layout).removeprefix('torch.')} (DLPack describes strided memory only)",
                 ".to_dense()", None, 0, None, refuse=True,
             )]
+        if x.is_quantized:
+            return [State(f"is quantized ({str(x.dtype).removeprefix('torch.')})",
+                          ".dequantize() (or .int_repr() for the stored integers)", None, 0, None,
+                          refuse=True)]
         if x.device.type == "meta":
-            return [State("is on the meta device (it has no data)", ".to(device)", None, 0, None,
+            return [State("is on the meta device (it has no data)",
+                          'torch.empty_like(t, device="cpu")', None, 0, None,
                           refuse=True)]
         out = []
         if x.requires_grad:
