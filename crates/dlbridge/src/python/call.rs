@@ -65,7 +65,7 @@ pub(crate) fn dlpack_with_max_version<'py>(
         })?;
         let args = [obj.as_ptr(), version.as_ptr()];
         let result = match method {
-            // SAFETY: the GIL is held; `method` is a live callable; `args` holds `self` then one
+            // SAFETY: the thread is attached; `method` is a live callable; `args` holds `self` then one
             // keyword value, all borrowed and alive for the call; `kwnames` is a tuple of one str.
             Some(m) => unsafe {
                 PyObject_Vectorcall(m.as_ptr(), args.as_ptr(), 1, kwnames.as_ptr())
@@ -93,7 +93,7 @@ pub(crate) fn function1<'py>(
     #[cfg(not(windows))]
     {
         let args = [arg.as_ptr()];
-        // SAFETY: the GIL is held; `function` is a live callable; `args` holds one borrowed object,
+        // SAFETY: the thread is attached; `function` is a live callable; `args` holds one borrowed object,
         // alive for the call; no keywords; the result is a new reference or NULL with an exception
         // set.
         unsafe {

@@ -63,7 +63,7 @@ unsafe fn reclaim(raw: *mut std::ffi::c_void, versioned: bool) -> Option<Managed
 /// Capsule destructor: delete the tensor unless a consumer took it (renamed the capsule).
 /// Never raises; an exception in flight is kept.
 fn destroy(capsule: *mut ffi::PyObject, fresh: &CStr, used: &CStr, versioned: bool) {
-    // SAFETY: called by CPython with the GIL held on a live capsule; the in-flight exception is
+    // SAFETY: called by CPython on an attached thread, on a live capsule; the in-flight exception is
     // saved first and restored last, and pointers are only taken under the exact fresh name.
     unsafe {
         if ffi::PyCapsule_IsValid(capsule, used.as_ptr()) == 1 {
@@ -218,7 +218,7 @@ pub(crate) fn owner<'py>(
 }
 
 unsafe extern "C" fn destroy_owner(capsule: *mut ffi::PyObject) {
-    // SAFETY: called once by CPython, with the GIL held, on a capsule made by `owner` (the only
+    // SAFETY: called once by CPython, on an attached thread, on a capsule made by `owner` (the only
     // user of this destructor), whose pointer is a boxed owner under that name.
     unsafe {
         let raw = ffi::PyCapsule_GetPointer(capsule, OWNER.as_ptr());

@@ -187,10 +187,11 @@ impl Api {
     /// (their device is their capsule's).
     #[inline]
     pub(crate) fn import(self, obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
+        // NumPy does not lock arrays: `a.shape = ...` in another thread races with every reader,
+        // NumPy's own C functions included.
         // SAFETY: `obj` is an exact ndarray of this table's ABI (caller's contract, by its
         // type), kept alive by the reference this borrow holds; only the shared leading fields
-        // are read, by an attached thread, as NumPy's own C functions read them (NumPy does
-        // not lock arrays: `a.shape = ...` in another thread races with every reader).
+        // are read, by an attached thread.
         let array = unsafe { &*obj.as_ptr().cast::<ArrayObject>() };
         // SAFETY: a live array always has a live descriptor.
         let descr = unsafe { &*array.descr };

@@ -115,11 +115,11 @@ pub(crate) fn map(
         }
         // SAFETY: `duplicate` is a new descriptor that nothing else owns.
         let owned = unsafe { OwnedFd::from_raw_fd(duplicate) };
-        // SAFETY: the memory is shared with the sending process, as Python's shared memory
+        // The memory is shared with the sending process, as Python's shared memory
         // (`multiprocessing.shared_memory`, torch's `share_memory_`) is: the processes take
-        // turns by their own means. dlbridge keeps no reference to it across Python code: its
-        // own reads (pickling, copies, conversions) are copies made while one call runs, and
-        // the sealed size keeps the mapping valid whatever the sender does.
+        // turns by their own means.
+        // SAFETY: dlbridge keeps no reference to it across Python code (its own reads are copies
+        // made while one call runs), and the sealed size keeps the mapping valid.
         let memory = Arc::new(unsafe {
             crate::shared::SharedMemory::map(owned, length, !metadata.readonly)
         }?);

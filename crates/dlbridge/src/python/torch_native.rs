@@ -177,11 +177,11 @@ impl Readers {
     /// `at::Tensor` (a `TensorImpl` address, never NULL).
     unsafe fn read_unchecked(&self, obj: &Bound<'_, PyAny>) -> State {
         let tensor = tensor_field(obj);
+        // torch's own Python getters take no lock either: a concurrent `requires_grad_()` races
+        // with them as it does with this read, which then sees the old or the new flag.
         // SAFETY: caller's contract: `tensor` is a live `at::Tensor`, which the two tests take
         // by reference, and the `TensorImpl` it points to is the `this` of `requires_grad`;
-        // all three only read it, on a thread attached to the interpreter, as torch's own
-        // Python getters do (they take no lock either: a concurrent `requires_grad_()` races
-        // with them as it does with this read, which then sees the old or the new flag).
+        // all three only read it, on a thread attached to the interpreter.
         unsafe {
             let imp = *tensor.cast::<*const c_void>();
             State {

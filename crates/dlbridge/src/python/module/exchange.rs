@@ -35,7 +35,8 @@ const FLAVOR: Flavor = Flavor::Versioned {
 
 /// Run `f` attached to the interpreter; an error or a panic becomes -1 with an exception set.
 fn guarded(f: impl FnOnce(Python<'_>) -> PyResult<()>) -> i32 {
-    // SAFETY: the exchange API is only called with the GIL held (see the module docs).
+    // SAFETY: the exchange API is only called on a thread attached to the interpreter (see
+    // the module docs).
     let py = unsafe { Python::assume_attached() };
     match catch_unwind(AssertUnwindSafe(|| f(py))) {
         Ok(Ok(())) => 0,

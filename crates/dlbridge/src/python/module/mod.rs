@@ -61,11 +61,11 @@ fn copyto(dst: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<()> {
         Ok(t) => t.get().0.clone(),
         Err(_) => import::from_object(src, None, None)?,
     };
-    // SAFETY: `copy_into` writes only inside `dst`'s validated layout, and refuses read-only
-    // memory. The elements themselves have no lock, in Python as in NumPy: that no other
-    // thread reads or writes them during the copy is the caller's rule, exactly as with
-    // `numpy.copyto` (on a free-threaded interpreter another thread may run at any moment).
-    // This call runs no Python code and holds no other view of `dst` while it writes.
+    // The elements themselves have no lock, in Python as in NumPy: that no other thread reads
+    // or writes them during the copy is the caller's rule, exactly as with `numpy.copyto` (on
+    // a free-threaded interpreter another thread may run at any moment).
+    // SAFETY: `copy_into` writes only inside `dst`'s validated layout and refuses read-only
+    // memory; this call runs no Python code and holds no other view of `dst` while it writes.
     unsafe { crate::copy::copy_into(&dst.get().0, &src) }?;
     Ok(())
 }
