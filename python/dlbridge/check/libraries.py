@@ -23,6 +23,7 @@ import importlib.metadata
 import importlib.util
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -392,6 +393,30 @@ def _observe_ref(y: RefResult) -> Observed:
     return obs
 
 
+def _observe_pyarrow(y: Any) -> Observed:
+    return _observe_pa_tensor(y) if type(y).__name__ == "Tensor" else _observe_pa_array(y)
+
+
+#: The reader of each library's results, by the top-level module of the result's type.
+_OBSERVERS: dict[str, Callable[[Any], Observed]] = {
+    "torch": _observe_torch,
+    "jax": _observe_jax,
+    "jaxlib": _observe_jax,
+    "dpnp": _observe_dpnp,
+    "dpctl": _observe_dpnp,
+    "array_api_strict": _observe_xps,
+    "pyarrow": _observe_pyarrow,
+    "tvm_ffi": _observe_tvm,
+    "tensorflow": _observe_tf,
+    "dlbridge": _observe_dlbridge,
+    "paddle": _observe_paddle,
+    "mlx": _observe_mlx,
+    "warp": _observe_warp,
+    "cupy": _observe_cupy,
+    "pandas": _observe_pandas,
+}
+
+
 def observe(y: Any) -> Observed:
     """Inspect any result array (dispatch on its type's module)."""
     mod = type(y).__module__ or ""
@@ -400,32 +425,9 @@ def observe(y: Any) -> Observed:
         return _observe_numpy(y)
     if isinstance(y, RefResult):
         return _observe_ref(y)
-    if mod.startswith("torch"):
-        return _observe_torch(y)
-    if mod.startswith(("jaxlib", "jax")):
-        return _observe_jax(y)
-    if mod.startswith(("dpnp", "dpctl")):
-        return _observe_dpnp(y)
-    if mod.startswith("array_api_strict"):
-        return _observe_xps(y)
-    if mod.startswith("pyarrow"):
-        return _observe_pa_tensor(y) if name == "Tensor" else _observe_pa_array(y)
-    if mod.startswith("tvm_ffi"):
-        return _observe_tvm(y)
-    if mod.startswith("tensorflow"):
-        return _observe_tf(y)
-    if mod.startswith("dlbridge"):
-        return _observe_dlbridge(y)
-    if mod.startswith("paddle"):
-        return _observe_paddle(y)
-    if mod.startswith("mlx"):
-        return _observe_mlx(y)
-    if mod.startswith("warp"):
-        return _observe_warp(y)
-    if mod.startswith("cupy"):
-        return _observe_cupy(y)
-    if mod.startswith("pandas"):
-        return _observe_pandas(y)
+    reader = _OBSERVERS.get(mod.split(".", 1)[0])
+    if reader is not None:
+        return reader(y)
     # unknown: read it through DLPack
     obs = Observed(kind=f"{mod}.{name}")
     info = rc.read_object(y)
