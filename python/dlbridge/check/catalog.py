@@ -373,6 +373,8 @@ ENTRIES: tuple[Entry, ...] = (
             "tests/interop/test_numpy.py::test_numpy_to_dlbridge_bool_is_bool",
             "tests/interop/test_torch.py::test_torch_bool",
             "tests/interop/test_jax.py::test_jax_bool",
+            "tests/interop/test_warp.py::test_warp_to_dlbridge_is_zero_copy_and_read_only",
+            "tests/interop/test_warp.py::test_dlbridge_to_warp_is_zero_copy",
             "tests/test_export.py::test_dtype_codes_exported",
         ),
     ),
