@@ -446,6 +446,8 @@ class Library:
     name = ""
     module = ""  # import name
     dist = ""  # distribution name for the version
+    #: several distributions that install the module (the first installed one names the version)
+    dists: tuple[str, ...] = ()
     pip = ""  # install hint
     producer = True
     consumer = True
@@ -473,10 +475,12 @@ class Library:
             return False
 
     def version(self) -> str:
-        try:
-            return importlib.metadata.version(self.dist or self.module)
-        except importlib.metadata.PackageNotFoundError:
-            return str(getattr(self.load(), "__version__", "?"))
+        for dist in self.dists or (self.dist or self.module,):
+            try:
+                return importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        return str(getattr(self.load(), "__version__", "?"))
 
     def load(self) -> Any:
         if self._mod is None:
@@ -828,14 +832,6 @@ class TensorFlowLib(Library):
     #: distributions that install the ``tensorflow`` module
     dists = ("tensorflow", "tensorflow-cpu", "tf-nightly", "tf-nightly-cpu")
 
-    def version(self):
-        for dist in self.dists:
-            try:
-                return importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                continue
-        return super().version()
-
     def make(self, recipe, ref):
         tf = self.load()
         if not recipe.plain:
@@ -1141,14 +1137,6 @@ class CupyLib(Library):
     dists = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")
     note = "cupy.ndarray on CUDA device 0; consumer: cupy.from_dlpack"
     _probe: tuple[bool, str] | None = None  # shared by the instances of one process
-
-    def version(self):
-        for dist in self.dists:
-            try:
-                return importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                continue
-        return super().version()
 
     def installed(self):
         if not super().installed():

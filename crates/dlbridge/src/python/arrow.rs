@@ -73,7 +73,7 @@ capsule_structs!(
 /// Capsule destructor: release the struct unless a consumer moved it out, then free it.
 /// Never raises; an exception in flight is kept.
 unsafe extern "C" fn destroy<T: CapsuleStruct>(capsule: *mut ffi::PyObject) {
-    // SAFETY: CPython calls this with the GIL held on a live capsule we created with name
+    // SAFETY: CPython calls this on an attached thread, on a live capsule we created with name
     // T::CAPSULE_NAME around a `Box<T>`; the in-flight exception is saved first and restored
     // last.
     unsafe {

@@ -305,7 +305,7 @@ impl Api {
         let flags = if tensor.readonly() { 0 } else { WRITEABLE };
         // The memory at `data_ptr` spans the layout (a validated tensor) while `base` lives, and
         // is writable through the array only when the tensor is.
-        // SAFETY: slots 45 and 94 have these signatures in both known ABIs; the GIL is held.
+        // SAFETY: slots 45 and 94 have these signatures in both known ABIs; the thread is attached.
         // NewFromDescr steals the descriptor (also on failure) and copies the shape and strides.
         let array = unsafe {
             let descr_from_type: DescrFromTypeFn = std::mem::transmute(self.slot(DESCR_FROM_TYPE));

@@ -218,7 +218,7 @@ impl StateReaders {
     }
 
     fn requires_grad(&self, obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-        // SAFETY: the GIL is held; `descr_get` is the `__get__` of `requires_grad`'s type,
+        // SAFETY: the thread is attached; `descr_get` is the `__get__` of `requires_grad`'s type,
         // called with the descriptor, a live instance and its type; it returns a new
         // reference or NULL with an exception set.
         let value = unsafe {

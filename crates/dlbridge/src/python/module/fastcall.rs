@@ -331,7 +331,7 @@ unsafe fn common_call(
     if unsafe { ffi::Py_TYPE(slf) } != TENSOR_TYPE.load(Ordering::Acquire) {
         return None;
     }
-    // SAFETY: the GIL is held (CPython called a method); `slf` is exactly a Tensor (checked
+    // SAFETY: the thread is attached (CPython called a method); `slf` is exactly a Tensor (checked
     // above), alive for the call.
     let (py, slf) = unsafe {
         let py = Python::assume_attached();
