@@ -378,6 +378,90 @@ mod tests {
         assert!(SYMBOLS.iter().all(|s| s.starts_with("cu")));
     }
 
+    /// The names libcuda exports for the API names dlbridge uses: where cuda.h (13.2) maps an
+    /// API name to a versioned entry point (`#define cuMemAlloc cuMemAlloc_v2`), the
+    /// unversioned export is the old 32-bit ABI or older semantics, so the table must name the
+    /// versioned one; the others are exported under their own name.
+    #[test]
+    fn symbol_table_uses_the_exported_versions() {
+        const EXPORTED: &[&str] = &[
+            "cuInit",
+            "cuDeviceGetCount",
+            "cuDeviceGet",
+            "cuDevicePrimaryCtxRetain",
+            "cuCtxPushCurrent_v2",
+            "cuCtxPopCurrent_v2",
+            "cuMemAlloc_v2",
+            "cuMemFree_v2",
+            "cuMemHostAlloc",
+            "cuMemFreeHost",
+            "cuMemAllocManaged",
+            "cuMemcpyDtoHAsync_v2",
+            "cuMemcpyHtoDAsync_v2",
+            "cuMemcpyDtoDAsync_v2",
+            "cuMemcpyPeerAsync",
+            "cuStreamCreate",
+            "cuStreamDestroy_v2",
+            "cuStreamSynchronize",
+            "cuStreamWaitEvent",
+            "cuStreamIsCapturing",
+            "cuEventCreate",
+            "cuEventRecord",
+            "cuEventSynchronize",
+            "cuEventDestroy_v2",
+            "cuPointerGetAttribute",
+            "cuMemGetAddressRange_v2",
+            "cuIpcGetMemHandle",
+            "cuIpcOpenMemHandle_v2",
+            "cuIpcCloseMemHandle",
+            "cuGetErrorName",
+            "cuGetErrorString",
+        ];
+        let mut table = SYMBOLS.to_vec();
+        let mut expected = EXPORTED.to_vec();
+        table.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(table, expected);
+    }
+
+    /// The values of cuda.h (13.2; none has changed since the driver API introduced it).
+    #[test]
+    fn constants_match_cuda_h() {
+        assert_eq!(CUDA_SUCCESS, 0);
+        assert_eq!(CUDA_ERROR_INVALID_VALUE, 1);
+        assert_eq!(CU_STREAM_LEGACY, 0x1);
+        assert_eq!(CU_STREAM_PER_THREAD, 0x2);
+        assert_eq!(CU_EVENT_DISABLE_TIMING, 0x2);
+        assert_eq!(CU_STREAM_NON_BLOCKING, 0x1);
+        assert_eq!(CU_MEMHOSTALLOC_PORTABLE, 0x1);
+        assert_eq!(CU_MEM_ATTACH_GLOBAL, 0x1);
+        assert_eq!(CU_POINTER_ATTRIBUTE_MEMORY_TYPE, 2);
+        assert_eq!(CU_POINTER_ATTRIBUTE_IS_MANAGED, 8);
+        assert_eq!(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, 9);
+        assert_eq!(CU_MEMORYTYPE_HOST, 1);
+        assert_eq!(CU_MEMORYTYPE_DEVICE, 2);
+        assert_eq!(CU_MEMORYTYPE_UNIFIED, 4);
+        assert_eq!(CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, 0x1);
+        assert_eq!(CU_STREAM_CAPTURE_STATUS_NONE, 0);
+        assert_eq!(CU_IPC_HANDLE_SIZE, 64);
+    }
+
+    /// The C types crossing the ABI: `CUipcMemHandle` is `struct { char reserved[64]; }`,
+    /// passed by value to cuIpcOpenMemHandle; `CUdeviceptr` is `unsigned long long` on every
+    /// 64-bit platform; handles are pointers; `CUresult`, `CUdevice` and the enums are ints.
+    #[test]
+    fn abi_types_have_the_c_layout() {
+        use std::mem::{align_of, size_of};
+        assert_eq!(size_of::<CuIpcMemHandle>(), 64);
+        assert_eq!(align_of::<CuIpcMemHandle>(), 1);
+        assert_eq!(size_of::<CuDevicePtr>(), 8);
+        assert_eq!(size_of::<CuContext>(), size_of::<usize>());
+        assert_eq!(size_of::<CuStream>(), size_of::<usize>());
+        assert_eq!(size_of::<CuEvent>(), size_of::<usize>());
+        assert_eq!(size_of::<CuResult>(), 4);
+        assert_eq!(size_of::<CuDevice>(), 4);
+    }
+
     #[test]
     fn process_driver_never_panics() {
         // Either a working driver or a typed error, here and on every later call.

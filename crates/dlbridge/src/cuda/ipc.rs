@@ -163,13 +163,16 @@ pub fn open_ipc_handle(handle: &IpcHandle, readonly: bool) -> Result<Tensor> {
     driver.check("cuMemGetAddressRange_v2", unsafe {
         (driver.api.cuMemGetAddressRange_v2)(&mut found, &mut size, base)
     })?;
-    if size != handle.allocation_size {
+    // The driver does not promise that the importer sees the exporter's exact size (a mapping
+    // may be reported rounded up to its granularity), so only a smaller one is refused; the
+    // description is checked against the announced size, which the mapping covers.
+    if size < handle.allocation_size {
         return Err(Error::InvalidLayout(format!(
             "the CUDA IPC allocation holds {size} bytes but {} were announced",
             handle.allocation_size
         )));
     }
-    let (dtype, layout) = handle.description.check(size, false)?;
+    let (dtype, layout) = handle.description.check(handle.allocation_size, false)?;
     Ok(Tensor::from_described(
         Described {
             data: base as *mut c_void,
@@ -217,6 +220,52 @@ mod tests {
                 open_ipc_handle(&on_cuda, false),
                 Err(Error::CudaUnavailable { .. })
             ));
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn ipc_handles_name_the_allocation_base() {
+        use crate::dtype::DType;
+        use crate::layout::Layout;
+        let host = Tensor::from_vec((0..1024).map(|x| x as f32).collect(), &[1024]).unwrap();
+        let cuda0 = Device::new(DeviceType::CUDA, 0);
+        let d = crate::cuda::copy_to_device(&host, cuda0).unwrap();
+        // A view 400 bytes into the allocation.
+        let layout = Layout::contiguous(&[10], 4).unwrap();
+        // SAFETY: 10 floats from element 100 of a 1024-float device allocation kept alive by
+        // the owner; never read on the host.
+        let view = unsafe {
+            Tensor::from_raw_parts(
+                d.raw_data(),
+                d.byte_offset() + 400,
+                cuda0,
+                DType::FLOAT32,
+                layout,
+                false,
+                false,
+                Arc::new(d.clone()),
+            )
+        }
+        .unwrap();
+        let shared = to_ipc_shared(&view).unwrap();
+        assert_eq!(shared.data_ptr(), view.data_ptr()); // in place
+        let h = ipc_handle(&shared).unwrap();
+        assert_eq!(h.device, cuda0);
+        assert_eq!(h.description.byte_offset, 400);
+        assert!(h.allocation_size >= 4096, "{}", h.allocation_size);
+        assert_ne!(h.handle, [0; CU_IPC_HANDLE_SIZE]);
+        // The exporting process cannot open its own handle (the driver refuses it): a typed
+        // error, never a crash. Should a driver allow it, the view must read right.
+        match open_ipc_handle(&h, true) {
+            Err(e) => assert!(matches!(e, Error::Cuda { .. }), "{e}"),
+            Ok(t) => assert_eq!(
+                crate::cuda::copy_to_host(&t)
+                    .unwrap()
+                    .to_vec::<f32>()
+                    .unwrap(),
+                (100..110).map(|x| x as f32).collect::<Vec<_>>()
+            ),
         }
     }
 }

@@ -85,8 +85,8 @@ pub(crate) fn route(from: Device, to: Device) -> Result<Route> {
 /// A copy of `src` on device `to`, C-contiguous, writable, with `is_copied` set.
 ///
 /// Synchronisation (the array API asks to document it):
-/// - results in host memory (`cpu`, `cuda_host`, `cuda_managed` from a host source) are
-///   complete on return;
+/// - results in host-accessible memory (`cpu`, `cuda_host`, `cuda_managed`) are complete on
+///   return (host code reads them without asking for a stream);
 /// - host → device copies are enqueued on `stream` (the legacy default stream for `Default` and
 ///   `NoSync`) and complete on return (the host source may be freed right after);
 /// - device → device copies are asynchronous: enqueued on `stream`, and the result carries an
@@ -129,13 +129,27 @@ pub fn copy_to_device(src: &Tensor, device: Device) -> Result<Tensor> {
 ///   default stream, otherwise an event recorded on the legacy default stream that `consumer`
 ///   waits for — on the device, the host never blocks.
 ///
+/// The consumer's stream is one of the data's device (DLPack's rule): `Default` and `PerThread`
+/// name that device's default streams whatever context the calling thread has current.
+///
 /// While `consumer` is being captured into a CUDA graph nothing is enqueued (that would
 /// invalidate the capture): pending dlbridge copies are waited for on the host instead, and
 /// data ready on the legacy default stream is, by then, already complete for the capture.
 pub(crate) fn order_for_consumer(tensor: &Tensor, consumer: StreamRequest) -> Result<()> {
-    let kind = tensor.device().kind;
+    order_on(tensor, consumer, ordinal_of(tensor.device()))
+}
+
+/// [`order_for_consumer`] for a consumer stream of CUDA device `consumer_ordinal`.
+///
+/// The driver reads the legacy and per-thread default stream handles (`1`, `2`) as the streams
+/// of the context current on the calling thread, so that device's primary context is made
+/// current around every call given `consumer` (with none current they fail, with another
+/// device's they name the wrong stream); the event of data ready on the legacy default stream
+/// is recorded with the data's own context current, for the same reason.
+fn order_on(tensor: &Tensor, consumer: StreamRequest, consumer_ordinal: i32) -> Result<()> {
+    let device = tensor.device();
     if !matches!(
-        kind,
+        device.kind,
         DeviceType::CUDA | DeviceType::CUDA_HOST | DeviceType::CUDA_MANAGED
     ) {
         return Ok(());
@@ -143,25 +157,34 @@ pub(crate) fn order_for_consumer(tensor: &Tensor, consumer: StreamRequest) -> Re
     let Some(stream) = consumer.cu_stream() else {
         return Ok(());
     };
-    if let Some(ready) = ready_event(tensor) {
-        let driver = driver()?;
-        return if is_capturing(driver, stream).unwrap_or(true) {
+    let ready = ready_event(tensor);
+    let data_ordinal = ordinal_of(device);
+    // Data ready on a legacy default stream is ready for that same stream (each device has its
+    // own: they do not order each other).
+    let same_legacy = consumer.is_legacy() && consumer_ordinal == data_ordinal;
+    if ready.is_none() && (same_legacy || device.kind != DeviceType::CUDA) {
+        return Ok(());
+    }
+    let driver = driver()?;
+    let _consumer = driver.enter(driver.primary_context(consumer_ordinal)?)?;
+    let capturing = is_capturing(driver, stream).unwrap_or(true);
+    if let Some(ready) = ready {
+        return if capturing {
             ready.synchronize()
         } else {
             ready.wait_on(stream)
         };
     }
-    if consumer.is_legacy() || kind != DeviceType::CUDA {
+    if capturing {
         return Ok(());
     }
-    let driver = driver()?;
-    if is_capturing(driver, stream).unwrap_or(true) {
-        return Ok(());
+    let data_ctx = driver.primary_context(data_ordinal)?;
+    let event = Event::new_in(driver, data_ctx)?;
+    {
+        // The legacy default stream of the data's device, not the consumer's.
+        let _data = driver.enter(data_ctx)?;
+        event.record(CU_STREAM_LEGACY as CuStream)?;
     }
-    let ctx = driver.primary_context(tensor.device().id)?;
-    let _guard = driver.enter(ctx)?;
-    let event = Event::new_in(driver, ctx)?;
-    event.record(CU_STREAM_LEGACY as CuStream)?;
     event.wait_on(stream)
 }
 
@@ -169,23 +192,27 @@ pub(crate) fn order_for_consumer(tensor: &Tensor, consumer: StreamRequest) -> Re
 /// default stream of `device` wait for the work enqueued so far on `producer`, so the data is
 /// ready on the legacy default stream like all CUDA data dlbridge holds. `Default` (the legacy
 /// stream itself) and `NoSync` need nothing.
+///
+/// Pinned and managed memory is read by the host as well, which no device-side wait orders:
+/// for it the host waits here for the producer's stream (the legacy one included).
 #[cfg_attr(not(feature = "pyo3"), allow(dead_code))] // for the Python face
 pub(crate) fn adopt_producer_stream(device: Device, producer: StreamRequest) -> Result<()> {
+    let host_reads = device.kind != DeviceType::CUDA;
     let stream = match producer {
-        StreamRequest::Default | StreamRequest::NoSync => return Ok(()),
+        StreamRequest::NoSync => return Ok(()),
+        StreamRequest::Default if !host_reads => return Ok(()),
         other => other.copy_stream(),
     };
     let driver = driver()?;
-    let ordinal = if device.kind == DeviceType::CUDA {
-        device.id
-    } else {
-        0
-    };
-    let ctx = driver.primary_context(ordinal)?;
+    let ctx = driver.primary_context(ordinal_of(device))?;
     let _guard = driver.enter(ctx)?;
     let event = Event::new_in(driver, ctx)?;
     event.record(stream)?;
-    event.wait_on(CU_STREAM_LEGACY as CuStream)
+    if host_reads {
+        event.synchronize()
+    } else {
+        event.wait_on(CU_STREAM_LEGACY as CuStream)
+    }
 }
 
 /// Validate the `stream` of a transfer from `from` to `to` (`to_device(device, stream=...)`,
@@ -241,15 +268,20 @@ pub(crate) fn wait_host_readable(tensor: &Tensor) -> Result<()> {
     ready_event(tensor).map_or(Ok(()), Event::synchronize)
 }
 
-/// The context to allocate memory of device `to` in: the primary context of its ordinal
-/// (ordinal 0 for pinned and managed memory, whose DLPack id is 0).
-fn context_for(driver: &'static Driver, to: Device) -> Result<Context> {
-    let ordinal = if to.kind == DeviceType::CUDA {
-        to.id
+/// The CUDA ordinal whose primary context holds memory of `device`: its id for device memory,
+/// 0 for pinned and managed memory (whose DLPack id is 0).
+fn ordinal_of(device: Device) -> i32 {
+    if device.kind == DeviceType::CUDA {
+        device.id
     } else {
         0
-    };
-    driver.primary_context(ordinal)
+    }
+}
+
+/// The context to allocate memory of device `to` in: the primary context of
+/// [`ordinal_of`]`(to)`.
+fn context_for(driver: &'static Driver, to: Device) -> Result<Context> {
+    driver.primary_context(ordinal_of(to))
 }
 
 fn alloc_kind(to: Device) -> AllocKind {
@@ -425,7 +457,8 @@ fn device_to_device(src: &Tensor, to: Device, stream: StreamRequest) -> Result<T
     let src_ctx = driver.primary_context(src.device().id)?;
     let _guard = driver.enter(dst_ctx)?;
     let (request, s) = copy_stream(stream);
-    order_for_consumer(src, request)?;
+    // The copy runs on `s`, a stream of the destination's device.
+    order_on(src, request, ordinal_of(to))?;
     let from = src.data_ptr() as CuDevicePtr;
     if dst_ctx == src_ctx {
         // SAFETY: `nbytes` device bytes of the C-contiguous source into the fresh allocation,
@@ -441,6 +474,13 @@ fn device_to_device(src: &Tensor, to: Device, stream: StreamRequest) -> Result<T
     }
     let ready = Event::new_in(driver, dst_ctx)?;
     ready.record(s)?;
+    if to.kind == DeviceType::CUDA_MANAGED {
+        // Host code reads managed memory with no stream to wait on (`Tensor::as_slice`, NumPy
+        // through DLPack), so the copy must be complete before the tensor is handed out.
+        ready.synchronize()?;
+        let data = alloc.ptr() as usize;
+        return wrap(src, to, data, Arc::new(alloc));
+    }
     alloc.ready = Some(ready);
     alloc.keep_alive = Some(src.clone());
     let data = alloc.ptr() as usize;
@@ -590,6 +630,27 @@ mod tests {
             copy_to_host(&t),
             Err(Error::CudaUnavailable { .. })
         ));
+        // Ready on cuda:0's legacy stream is not ready on cuda:1's (a device-to-device copy's
+        // stream there): that needs an event.
+        order_on(&t, StreamRequest::Default, 0).unwrap();
+        assert!(matches!(
+            order_on(&t, StreamRequest::Default, 1),
+            Err(Error::CudaUnavailable { .. })
+        ));
+        // Pinned and managed memory the host reads: even the legacy stream is waited for.
+        let managed = dev(DeviceType::CUDA_MANAGED, 0);
+        assert!(matches!(
+            adopt_producer_stream(managed, StreamRequest::Default),
+            Err(Error::CudaUnavailable { .. })
+        ));
+        adopt_producer_stream(managed, StreamRequest::NoSync).unwrap();
+    }
+
+    #[test]
+    fn ordinals_of_cuda_memory() {
+        assert_eq!(ordinal_of(dev(DeviceType::CUDA, 3)), 3);
+        assert_eq!(ordinal_of(dev(DeviceType::CUDA_HOST, 0)), 0);
+        assert_eq!(ordinal_of(dev(DeviceType::CUDA_MANAGED, 0)), 0);
     }
 
     #[test]
@@ -641,5 +702,102 @@ mod tests {
                 .iter()
                 .all(|x| *x == 7)
         );
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn memory_kinds_and_pointer_info() {
+        use super::super::{MemoryKind, pointer_info};
+        let t = Tensor::from_vec((0..256).map(|x| x as f32).collect(), &[256]).unwrap();
+        let expected = t.to_vec::<f32>().unwrap();
+        assert_eq!(
+            pointer_info(t.data_ptr()).unwrap().kind,
+            MemoryKind::Unregistered
+        );
+        let cuda0 = dev(DeviceType::CUDA, 0);
+        let pinned = dev(DeviceType::CUDA_HOST, 0);
+        let managed = dev(DeviceType::CUDA_MANAGED, 0);
+        let d = copy_to_device(&t, cuda0).unwrap();
+        let info = pointer_info(d.data_ptr()).unwrap();
+        assert_eq!((info.kind, info.ordinal), (MemoryKind::Device, Some(0)));
+        assert_eq!(info.device(), cuda0);
+        // Every way into pinned and managed memory: from the host (host copy), from the device
+        // (device-to-host into pinned, device-to-device into managed).
+        for (src, to, kind) in [
+            (&t, pinned, MemoryKind::Pinned),
+            (&d, pinned, MemoryKind::Pinned),
+            (&t, managed, MemoryKind::Managed),
+            (&d, managed, MemoryKind::Managed),
+        ] {
+            let m = copy_to_device(src, to).unwrap();
+            let what = format!("{to} from {}", src.device());
+            let info = pointer_info(m.data_ptr()).unwrap();
+            assert_eq!(info.kind, kind, "{what}");
+            assert_eq!(info.device(), to, "{what}");
+            // Complete on return: the host reads it at once.
+            assert_eq!(m.as_slice::<f32>().unwrap(), &expected[..], "{what}");
+            let back = copy_to_host(&copy_to_device(&m, cuda0).unwrap()).unwrap();
+            assert_eq!(back.to_vec::<f32>().unwrap(), expected, "{what}");
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn ordering_works_without_a_current_context() {
+        let t = Tensor::from_vec(vec![3u8; 1 << 20], &[1 << 20]).unwrap();
+        let cuda0 = dev(DeviceType::CUDA, 0);
+        let d = copy_to_device(&t, cuda0).unwrap();
+        let dd = to_device(&d, cuda0, StreamRequest::PerThread).unwrap();
+        assert!(ready_event(&dd).is_some() && ready_event(&d).is_none());
+        // dlbridge leaves no context current, and a new thread has none: the default stream
+        // handles must still name cuda:0's streams.
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    for request in [
+                        StreamRequest::Default,
+                        StreamRequest::PerThread,
+                        StreamRequest::NoSync,
+                    ] {
+                        order_for_consumer(&dd, request).unwrap();
+                        order_for_consumer(&d, request).unwrap();
+                        adopt_producer_stream(cuda0, request).unwrap();
+                    }
+                })
+                .join()
+                .unwrap();
+        });
+        assert!(
+            copy_to_host(&dd)
+                .unwrap()
+                .as_slice::<u8>()
+                .unwrap()
+                .iter()
+                .all(|x| *x == 3)
+        );
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn streams_and_events() {
+        let driver = driver().unwrap();
+        let stream = super::super::Stream::new(0).unwrap();
+        let event = Event::new(0).unwrap();
+        let raw = stream.handle() as CuStream;
+        assert!(!is_capturing(driver, raw).unwrap());
+        {
+            let _guard = driver.enter(driver.primary_context(0).unwrap()).unwrap();
+            assert!(!is_capturing(driver, CU_STREAM_LEGACY as CuStream).unwrap());
+            event.record(CU_STREAM_LEGACY as CuStream).unwrap();
+        }
+        event.wait_on(raw).unwrap();
+        event.record(raw).unwrap();
+        stream.synchronize().unwrap();
+        event.synchronize().unwrap();
+        // A producer's stream adopted onto the legacy one, and a foreign event waited for.
+        // SAFETY: `stream` outlives the request.
+        adopt_producer_stream(dev(DeviceType::CUDA, 0), unsafe { stream.request() }).unwrap();
+        // SAFETY: `event` is a live CUevent.
+        unsafe { super::super::wait_raw_event(event.handle(), dev(DeviceType::CUDA, 0)) }.unwrap();
     }
 }

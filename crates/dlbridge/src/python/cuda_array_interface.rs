@@ -13,6 +13,8 @@
 //! - `stream` (v3): `None`/absent = nothing to wait for; `1` = the legacy default stream (what
 //!   dlbridge reads on); `2` or a handle = dlbridge makes the legacy default stream wait for the
 //!   work enqueued on it so far (an event, no host sync); `0` is disallowed by the interface.
+//!   Pinned and managed memory, which the host reads too, waits on the host instead (for `1`
+//!   as well).
 //!
 //! Export: CUDA device, managed and pinned tensors only; `stream` is `1` (dlbridge's CUDA data is
 //! ready on the legacy default stream; pending dlbridge copies are ordered before it first)
@@ -337,6 +339,21 @@ mod tests {
             assert_eq!(t.device(), Device::new(DeviceType::CUDA, 0)); // the pointer wins
             let back = cuda::copy_to_host(&t).unwrap();
             assert_eq!(back.to_vec::<f32>().unwrap(), host.to_vec::<f32>().unwrap());
+            // A device-to-device copy still in flight: exported with its event ordered before
+            // the legacy stream (no context is current here).
+            let pending = cuda::to_device(&dev, dev.device(), StreamRequest::PerThread).unwrap();
+            let d = export(py, &pending).unwrap();
+            let t = import(&obj, d.as_any(), None).unwrap();
+            let back = cuda::copy_to_host(&t).unwrap();
+            assert_eq!(back.to_vec::<f32>().unwrap(), host.to_vec::<f32>().unwrap());
+            // Pinned and managed memory: the driver names the kind.
+            for kind in [DeviceType::CUDA_HOST, DeviceType::CUDA_MANAGED] {
+                let m = cuda::copy_to_device(&host, Device::new(kind, 0)).unwrap();
+                let d = export(py, &m).unwrap();
+                let t = import(&obj, d.as_any(), None).unwrap();
+                assert_eq!(t.device(), Device::new(kind, 0));
+                assert_eq!(t.to_vec::<f32>().unwrap(), host.to_vec::<f32>().unwrap());
+            }
         });
     }
 }
