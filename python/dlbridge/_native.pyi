@@ -347,7 +347,9 @@ def copyto(dst: Tensor, src: Any) -> None:
 def to_numpy(x: Any, *, copy: bool | None = None) -> Any:
     """``dlbridge.to_numpy``: a host NumPy array with ``x``'s values. NumPy arrays (as they
     are) and host data of NumPy's builtin dtypes are built natively (an ndarray whose base is
-    the dlbridge Tensor); everything else goes to ``dlbridge.host._to_numpy_general``."""
+    the dlbridge Tensor), and so is host data of bfloat16, float8 and one-per-byte float6 /
+    float4 as ml_dtypes arrays when ml_dtypes is installed; everything else goes to
+    ``dlbridge.host._to_numpy_general``."""
 
 def to_shared(x: Any, /) -> Tensor:
     """``x`` (anything :func:`from_dlpack` takes) in memory other processes on this machine can

@@ -351,6 +351,14 @@ impl Tensor {
         self
     }
 
+    /// The same memory with sub-byte elements stored one per byte (DLPack's
+    /// `IS_SUBBYTE_TYPE_PADDED`), as ml_dtypes stores its float4 and float6 arrays. The caller
+    /// described the memory with one byte per element; other dtypes are returned unchanged.
+    pub(crate) fn into_subbyte_padded(mut self) -> Self {
+        self.subbyte_padded = self.dtype.is_subbyte();
+        self
+    }
+
     /// The same memory read as `dtype`, which must have the same item size (e.g. `uint16` bytes
     /// as `bfloat16`); flags and layout are kept. Packed sub-byte types are refused.
     pub fn view_as(&self, dtype: DType) -> Result<Self> {

@@ -7,7 +7,10 @@
 //! `PyArray_NewFromDescr`, 282 `PyArray_SetBaseObject`) and the fields read (`PyArrayObject`:
 //! data, nd, dimensions, strides, base, descr, flags; `PyArray_Descr`: byteorder, type_num)
 //! are the same in both ABIs. `elsize` moved between them, so item sizes come from the type
-//! number, and only NumPy's builtin numeric types are handled here.
+//! number, and only NumPy's builtin numeric types are handled here, plus the types ml_dtypes
+//! registers (bfloat16, float8, float6, float4), which NumPy's `__dlpack__` refuses although
+//! DLPack has them: those are recognised by their scalar type (`descr.typeobj`, the field after
+//! the object header in both ABIs) and their item size asked of the descriptor in Python.
 //!
 //! Import mirrors what NumPy's `__dlpack__` exports, field for field (strides divided by the
 //! item size, read-only iff not WRITEABLE, CPU), and declines (`None`) everything NumPy's
@@ -16,15 +19,16 @@
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void};
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
+use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use crate::device::Device;
-use crate::dtype::DType;
+use crate::dtype::{DType, TypeCode};
 use crate::layout::Layout;
 use crate::python::held::HeldObject;
 use crate::tensor::{Owner, Tensor};
@@ -36,6 +40,7 @@ const ABI_2: c_uint = 0x0200_0000;
 /// Table slots (identical in both ABIs).
 const GET_NDARRAY_C_VERSION: usize = 0;
 const ARRAY_TYPE: usize = 2;
+const DESCR_TYPE: usize = 3;
 const DESCR_FROM_TYPE: usize = 45;
 const NEW_FROM_DESCR: usize = 94;
 const SET_BASE_OBJECT: usize = 282;
@@ -61,7 +66,7 @@ struct ArrayObject {
 #[repr(C)]
 struct Descr {
     _ob_base: ffi::PyObject,
-    _typeobj: *mut ffi::PyTypeObject,
+    typeobj: *mut ffi::PyTypeObject,
     _kind: c_char,
     _type: c_char,
     byteorder: c_char,
@@ -182,9 +187,14 @@ impl Api {
 
     /// Import an exact `numpy.ndarray` (the caller checked its type against this table) the way
     /// its `__dlpack__` would describe it, kept alive by a reference to the array. `None` for
-    /// anything else NumPy's `__dlpack__` must decide: non-builtin or non-numeric dtypes,
-    /// byte-swapped data, strides that are not whole items, arrays that came from DLPack
-    /// (their device is their capsule's).
+    /// anything else NumPy's `__dlpack__` must decide: non-numeric or user-defined dtypes other
+    /// than ml_dtypes', byte-swapped data, strides that are not whole items, arrays that came
+    /// from DLPack (their device is their capsule's).
+    ///
+    /// ml_dtypes arrays, which NumPy's `__dlpack__` refuses, are imported here with their
+    /// DLPack dtype (float4 and float6, one element per byte, as padded sub-byte tensors);
+    /// ml_dtypes types dlbridge has no dtype for (int4, int2...) are a BufferError naming the
+    /// conversion to make first.
     #[inline]
     pub(crate) fn import(self, obj: &Bound<'_, PyAny>) -> PyResult<Option<Tensor>> {
         // NumPy does not lock arrays: `a.shape = ...` in another thread races with every reader,
@@ -195,8 +205,13 @@ impl Api {
         let array = unsafe { &*obj.as_ptr().cast::<ArrayObject>() };
         // SAFETY: a live array always has a live descriptor.
         let descr = unsafe { &*array.descr };
-        let Some(dtype) = builtin_dtype(descr.type_num) else {
-            return Ok(None);
+        let dtype = match builtin_dtype(descr.type_num) {
+            Some(dtype) => dtype,
+            // Out of line: builtin dtypes pay nothing for it.
+            None => match user_dtype(obj.py(), descr)? {
+                Some(dtype) => dtype,
+                None => return Ok(None),
+            },
         };
         if !native_order(descr.byteorder) || self.base_is_capsule(array.base) {
             return Ok(None);
@@ -247,6 +262,10 @@ impl Api {
                 owner,
             )
         }?;
+        if dtype.is_subbyte() {
+            // Only ml_dtypes' float4 / float6 get here: one element per byte.
+            return Ok(Some(tensor.into_subbyte_padded()));
+        }
         Ok(Some(tensor))
     }
 
@@ -284,6 +303,49 @@ impl Api {
         if tensor.device() != Device::CPU {
             return Ok(None);
         }
+        // SAFETY: slot 45 has this signature in both known ABIs; the thread is attached. The
+        // result is a new reference (NULL with an error set on failure).
+        let descr = unsafe {
+            let descr_from_type: DescrFromTypeFn = std::mem::transmute(self.slot(DESCR_FROM_TYPE));
+            Bound::from_owned_ptr_or_err(py, descr_from_type(type_num))?
+        };
+        self.new_array(tensor, descr, base).map(Some)
+    }
+
+    /// [`Api::to_ndarray`] with the NumPy dtype `descr` (an ml_dtypes dtype, for the tensors
+    /// whose dtype NumPy has no builtin type for). `None` when `descr` is not a NumPy dtype of
+    /// the tensor's item size (one byte per element for sub-byte tensors, which must be
+    /// padded) or the memory is not plain CPU memory.
+    pub(crate) fn to_ndarray_as<'py>(
+        self,
+        tensor: &Tensor,
+        descr: Bound<'py, PyAny>,
+        base: Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = base.py();
+        // SAFETY: a type check of a live object against NumPy's (immortal) dtype type.
+        let is_descr = unsafe {
+            ffi::PyObject_TypeCheck(descr.as_ptr(), self.slot(DESCR_TYPE).cast_mut().cast()) != 0
+        };
+        if !is_descr
+            || tensor.device() != Device::CPU
+            || (tensor.dtype().is_subbyte() && !tensor.subbyte_padded())
+            || descr.getattr(intern!(py, "itemsize"))?.extract::<usize>()? != tensor.itemsize()
+        {
+            return Ok(None);
+        }
+        self.new_array(tensor, descr, base).map(Some)
+    }
+
+    /// The array of [`Api::to_ndarray`]: `descr` must be a NumPy dtype whose item size is the
+    /// tensor's, and the tensor in plain CPU memory.
+    fn new_array<'py>(
+        self,
+        tensor: &Tensor,
+        descr: Bound<'py, PyAny>,
+        base: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = base.py();
         let nd = tensor.ndim();
         let item = tensor.itemsize() as isize;
         let mut small = [0isize; 16];
@@ -305,18 +367,14 @@ impl Api {
         let flags = if tensor.readonly() { 0 } else { WRITEABLE };
         // The memory at `data_ptr` spans the layout (a validated tensor) while `base` lives, and
         // is writable through the array only when the tensor is.
-        // SAFETY: slots 45 and 94 have these signatures in both known ABIs; the thread is attached.
-        // NewFromDescr steals the descriptor (also on failure) and copies the shape and strides.
+        // SAFETY: slot 94 has this signature in both known ABIs; the thread is attached;
+        // `descr` is a dtype of the tensor's item size (caller's contract). NewFromDescr steals
+        // the descriptor (also on failure) and copies the shape and strides.
         let array = unsafe {
-            let descr_from_type: DescrFromTypeFn = std::mem::transmute(self.slot(DESCR_FROM_TYPE));
             let new_from_descr: NewFromDescrFn = std::mem::transmute(self.slot(NEW_FROM_DESCR));
-            let descr = descr_from_type(type_num);
-            if descr.is_null() {
-                return Err(PyErr::fetch(py));
-            }
             let array = new_from_descr(
                 self.array_type(),
-                descr,
+                descr.into_ptr(),
                 nd as c_int,
                 dims.as_ptr(),
                 dims.as_ptr().add(nd),
@@ -335,7 +393,7 @@ impl Api {
         if status < 0 {
             return Err(PyErr::fetch(py));
         }
-        Ok(Some(array))
+        Ok(array)
     }
 }
 
@@ -425,4 +483,94 @@ fn type_num_of(dtype: DType) -> Option<c_int> {
         DType::COMPLEX128 => npy::CDOUBLE,
         _ => return None,
     })
+}
+
+/// `NPY_USERDEF`: the first type number of a user-defined (registered) type.
+const USERDEF: c_int = 256;
+
+/// The user type numbers (from `USERDEF`) whose answer [`user_dtype`] remembers; ml_dtypes
+/// registers about twenty. NumPy never unregisters a type, so a number keeps its type for the
+/// life of the process.
+const REMEMBERED: usize = 64;
+
+/// [`user_dtype`]'s answer for type number `USERDEF + i`: [`UNKNOWN`], [`NOT_ML_DTYPES`], or a
+/// dtype as [`encode`] writes it. Refusals are not remembered (they raise, and are rare).
+static USER_DTYPES: [AtomicU32; REMEMBERED] = [const { AtomicU32::new(UNKNOWN) }; REMEMBERED];
+const UNKNOWN: u32 = 0;
+const NOT_ML_DTYPES: u32 = 1;
+
+fn encode(dtype: DType) -> u32 {
+    1 << 24 | u32::from(dtype.code().0) << 8 | u32::from(dtype.bits())
+}
+
+fn decode(value: u32) -> Option<DType> {
+    DType::new(TypeCode((value >> 8) as u8), value as u8, 1).ok()
+}
+
+/// The DLPack dtype of a user-defined NumPy type that ml_dtypes registered (bfloat16, float8,
+/// float6, float4: found by the scalar type's module and name, with the item size checked),
+/// `None` for other types, which take the general path. A BufferError for ml_dtypes types
+/// dlbridge has no dtype for (int4, uint4, int2, uint2, and any newer one), naming the
+/// conversion to make first: NumPy's own `__dlpack__` refusal would not say.
+#[cold]
+#[inline(never)]
+fn user_dtype(py: Python<'_>, descr: &Descr) -> PyResult<Option<DType>> {
+    let slot = descr
+        .type_num
+        .checked_sub(USERDEF)
+        .and_then(|i| usize::try_from(i).ok())
+        .filter(|&i| i < REMEMBERED);
+    if let Some(i) = slot {
+        match USER_DTYPES[i].load(Ordering::Relaxed) {
+            UNKNOWN => {}
+            NOT_ML_DTYPES => return Ok(None),
+            value => return Ok(decode(value)),
+        }
+    }
+    let found = ml_dtypes_dtype(py, descr)?;
+    if let Some(i) = slot {
+        let value = found.map_or(NOT_ML_DTYPES, encode);
+        USER_DTYPES[i].store(value, Ordering::Relaxed);
+    }
+    Ok(found)
+}
+
+/// [`user_dtype`] asked of Python: the descriptor's scalar type and item size.
+fn ml_dtypes_dtype(py: Python<'_>, descr: &Descr) -> PyResult<Option<DType>> {
+    // SAFETY: a live descriptor is a Python object (a `numpy.dtype`), and its scalar type is a
+    // live type it holds a reference to; both are borrowed for this call only.
+    let (descr_obj, scalar) = unsafe {
+        (
+            Bound::from_borrowed_ptr(py, (descr as *const Descr).cast_mut().cast()),
+            Bound::from_borrowed_ptr(py, descr.typeobj.cast()),
+        )
+    };
+    let Ok(scalar) = scalar.cast_into::<PyType>() else {
+        return Ok(None);
+    };
+    let from_ml_dtypes = scalar.module().is_ok_and(|m| {
+        m.to_cow()
+            .is_ok_and(|m| m == "ml_dtypes" || m.starts_with("ml_dtypes."))
+    });
+    if !from_ml_dtypes {
+        return Ok(None);
+    }
+    let name = scalar.name()?.to_string();
+    let itemsize: usize = descr_obj.getattr(intern!(py, "itemsize"))?.extract()?;
+    match DType::from_name(&name) {
+        // float4 and float6 are stored one element per byte: padded sub-byte tensors.
+        Some(dtype) if dtype.lanes() == 1 && dtype.itemsize() == itemsize => Ok(Some(dtype)),
+        _ => {
+            let instead = if name.starts_with("uint") {
+                "numpy.uint8"
+            } else if name.starts_with("int") {
+                "numpy.int8"
+            } else {
+                "numpy.float32"
+            };
+            Err(PyBufferError::new_err(format!(
+                "cannot import a NumPy array of ml_dtypes.{name}: dlbridge has no DLPack dtype for it (it has bfloat16, float8, float6 and float4); convert it first, e.g. a.astype({instead})"
+            )))
+        }
+    }
 }
