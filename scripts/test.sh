@@ -163,7 +163,7 @@ main_job() {
 from importlib import metadata
 names = ["dlbridge", "numpy", "torch", "jax", "jaxlib", "pyarrow", "nanoarrow", "arro3-core",
          "array-api-strict", "apache-tvm-ffi", "ml_dtypes", "polars", "tensorflow-cpu", "dpnp",
-         "dpctl", "intel-opencl-rt", "paddlepaddle", "mlx", "warp-lang", "pandas", "cupy-cuda12x",
+         "dpctl", "intel-opencl-rt", "paddlepaddle", "mlx", "warp-lang", "pandas", "cupy-cuda13x",
          "ray", "dask", "distributed", "hypothesis", "pytest"]
 def v(n):
     try:

@@ -515,3 +515,24 @@ def test_convert_reads_a_stream_only_producer_once():
     with pytest.raises(BufferError):
         dlbridge.convert(OneShot(), "numpy", copy=False)
     assert OneShot.reads == 1
+
+
+def test_install_hints_name_what_the_project_installs():
+    # convert's "not installed (pip install ...)" names a namespace's pip spec: it must be the
+    # one requirements-test.txt installs and the checker names (cupy-cuda13x, not cupy-cuda12x:
+    # torch's wheel brings the CUDA 13 runtime).
+    from pathlib import Path
+
+    from dlbridge.check import libraries
+
+    requirements = Path(__file__).parents[1] / "requirements-test.txt"
+    lines = {ln.strip() for ln in requirements.read_text().splitlines()}
+    adapters = libraries.by_name()
+    names = ["numpy", "torch", "jax", "pyarrow", "dpnp", "array_api_strict", "tvm_ffi",
+             "tensorflow", "paddle", "mlx", "warp", "pandas", "cupy"]
+    for name in names:
+        pip = nsmod.get(name).pip
+        assert pip == adapters[name].pip, name
+        for spec in pip.split():
+            assert spec in lines, f"{name}: {spec} is not in requirements-test.txt"
+    assert nsmod.get("cupy").pip == "cupy-cuda13x"

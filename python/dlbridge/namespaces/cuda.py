@@ -9,7 +9,9 @@ class CuPy(Namespace):
     """CuPy (needs CUDA: not available on the machine this was written on, so untested)."""
 
     name = module = "cupy"
-    pip = "cupy-cuda12x"
+    # The CUDA 13 build: the CUDA that torch's wheel brings (its nvidia-*-cu13 runtime
+    # libraries); cupy-cuda12x would need a separate CUDA 12 toolkit.
+    pip = "cupy-cuda13x"
     aliases = ("cupy", "cp")
     alias_readonly = False
     readonly_why = "CuPy arrays have no read-only flag"
