@@ -922,10 +922,50 @@ def test_array_interface_as_property():
 
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:0", (2, 0)])
-def test_device_not_reachable_for_cpu_data(device):
+def test_device_not_reachable_for_cpu_data(device, no_cuda_gpu):
     a = make("float32", (3,))
     with pytest.raises(BufferError):
         dlbridge.from_dlpack(a, device=device)
+
+
+@pytest.mark.parametrize("accept_keywords", [True, False])
+def test_cuda_producer_is_asked_for_the_legacy_default_stream(accept_keywords, collect):
+    # dlbridge reads and copies CUDA data on the legacy default stream, so it names that stream
+    # (1); torch takes a missing `stream` as "no synchronisation". A pre-2023 producer, whose
+    # __dlpack__ takes `stream` alone, is asked with `stream` alone. The data pointer is host
+    # memory tagged cuda:0 (a test double): nothing reads it.
+    a = make("float32", (3,))
+    p = FakeProducer(lambda **kw: _fake(a, device=(2, 0), versioned=accept_keywords),
+                     device=(2, 0), accept_keywords=accept_keywords)
+    t = dlbridge.from_dlpack(p)
+    assert t.device == "cuda:0" and t.data_ptr == a.ctypes.data
+    assert p.calls[-1]["stream"] == 1
+    if accept_keywords:
+        assert p.calls[-1]["max_version"] == dlbridge.DLPACK_VERSION
+    del t
+    collect()
+    assert all(m.finalize() == 1 for m in p.made)
+
+
+def test_host_producer_is_asked_for_no_stream(collect):
+    a = make("float32", (3,))
+    p = FakeProducer(lambda **kw: _fake(a))
+    t = dlbridge.from_dlpack(p)
+    assert t.device == "cpu" and "stream" not in p.calls[-1]
+    del t
+    collect()
+
+
+def test_copy_true_of_a_dlbridge_tensor_always_copies():
+    # A fresh copy (is_copied) is still the caller's: copy=True gives new memory, every way.
+    t = dlbridge.from_dlpack(np.arange(4.0), copy=True)
+    assert t.is_copied
+    for copied in (dlbridge.from_dlpack(t, copy=True), dlbridge.Tensor(t, copy=True),
+                   dlbridge.from_dlpack(t, device="cpu", copy=True)):
+        assert copied.data_ptr != t.data_ptr and copied.is_copied and not copied.readonly
+        np.from_dlpack(copied)[0] = 100.0
+        assert t.tolist()[0] == 0.0
+    assert dlbridge.from_dlpack(t) is t and dlbridge.from_dlpack(t, copy=False) is t
 
 
 def test_threads_import_export_drop(collect):  # C22 (GIL build smoke test)
