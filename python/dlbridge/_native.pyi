@@ -183,9 +183,14 @@ class Tensor:
         """The same memory read as ``dtype`` (anything :class:`DType` takes, of the same item
         size), zero-copy: e.g. uint16 bytes as bfloat16. ValueError when the item sizes differ."""
     def contiguous(self) -> Tensor:
-        """A C-contiguous tensor with the same values: itself when already C-contiguous."""
+        """A C-contiguous tensor with the same values, on the same device: itself when already
+        C-contiguous, else :meth:`copy`."""
     def copy(self, order: Literal["C", "F"] = "C") -> Tensor:
-        """A new, writable, C- (or F-) contiguous copy with ``is_copied`` set."""
+        """A new, writable, C- (or F-) contiguous copy with ``is_copied`` set, on the tensor's
+        own device (CUDA data is copied on the GPU, on the legacy default stream). Memory
+        dlbridge cannot copy itself (oneAPI...) is copied in C order by the installed library
+        that owns it (dpnp), flagged as that library exports it; an F-order copy of such memory
+        is a BufferError naming the way to the host."""
     def __dlpack__(
         self,
         *,
@@ -279,7 +284,8 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> T
     cannot read are a BufferError). ``device`` (anything :class:`Device` takes) asks the producer
     first, then dlbridge's own transfer. ``copy=True`` always copies, ``copy=False`` never does
     (BufferError if it must),
-    ``copy=None`` copies only when needed.
+    ``copy=None`` copies only when needed. A dlbridge Tensor given with ``copy=True`` is always
+    copied (on its device, as :meth:`Tensor.copy` copies), even one that is itself a fresh copy.
     """
 
 @overload

@@ -185,7 +185,8 @@ class Namespace:
         raise NotImplementedError
 
     def copy_on_device(self, t: Tensor) -> Tensor | None:
-        """A copy of ``t`` on its own (non-host) device made by this library, or None."""
+        """A C-contiguous copy of ``t`` on its own (non-host) device made by this library, or
+        None."""
         return None
 
     def device_hint(self) -> str:

@@ -50,7 +50,7 @@ class CuPy(Namespace):
         from .._native import from_dlpack
 
         cp = self.load()
-        return from_dlpack(cp.array(cp.from_dlpack(t), copy=True))
+        return from_dlpack(cp.array(cp.from_dlpack(t), copy=True, order="C"))
 
 
 __all__ = ["CuPy"]

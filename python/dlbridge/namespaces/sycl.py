@@ -61,7 +61,7 @@ class Dpnp(Namespace):
         from .._native import from_dlpack
 
         dpnp = self.load()
-        return from_dlpack(dpnp.copy(dpnp.from_dlpack(t)))
+        return from_dlpack(dpnp.copy(dpnp.from_dlpack(t), order="C"))
 
 
 __all__ = ["Dpnp"]

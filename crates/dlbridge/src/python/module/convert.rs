@@ -89,8 +89,7 @@ impl Import {
             other => other,
         };
         let imported = if let Ok(t) = obj.cast_exact::<PyTensor>() {
-            import::apply_policy(&t.get().0, self.device, copy)
-                .map(|copied| copied.unwrap_or_else(|| t.get().0.clone()))
+            super::tensor::reimported(t, self.device, copy).map(|t| t.get().0.clone())
         } else {
             import_object(obj, self.device, copy).map(|t| t.0)
         };

@@ -37,17 +37,7 @@ fn from_dlpack<'py>(
     copy: Option<bool>,
 ) -> PyResult<Bound<'py, PyTensor>> {
     if let Ok(t) = x.cast_exact::<PyTensor>() {
-        // Another device: moved as `to_device` moves it (copy=False refuses just below).
-        let t = match device {
-            Some(target) if target != t.get().0.device() && copy != Some(false) => {
-                tensor::moved_to(t, target, None)?
-            }
-            _ => t.clone(),
-        };
-        return match import::apply_policy(&t.get().0, device, copy)? {
-            None => Ok(t.clone()),
-            Some(copied) => Bound::new(x.py(), PyTensor(copied, t.get().1.clone())),
-        };
+        return tensor::reimported(t, device, copy);
     }
     Bound::new(x.py(), import_object(x, device, copy)?)
 }

@@ -66,6 +66,73 @@ pub(super) fn import_object(
 /// `slf` on `target`: itself when it is already there, else a copy made by dlbridge (host and
 /// CUDA memory, the copy enqueued on `stream`) or by the library that owns the memory
 /// ([`moved_by_library`]).
+/// `from_dlpack(t, device=..., copy=...)` of a dlbridge Tensor `t`: moved as `to_device` moves
+/// it, always copied when `copy=True` asks (`t` is the caller's, so even a fresh copy it holds
+/// is aliased: `IS_COPIED` speaks of the import that made it), else `t` as the import policy
+/// leaves it (`copy=False` refusals, realignment).
+pub(super) fn reimported<'py>(
+    t: &Bound<'py, PyTensor>,
+    device: Option<Device>,
+    copy: Option<bool>,
+) -> PyResult<Bound<'py, PyTensor>> {
+    let here = t.get().0.device();
+    let t = match device {
+        Some(target) if target != here && copy != Some(false) => moved_to(t, target, None)?,
+        _ if copy == Some(true) => return copy_of(t, Order::C),
+        _ => t.clone(),
+    };
+    match import::apply_policy(&t.get().0, device, copy)? {
+        None => Ok(t),
+        Some(copied) => Bound::new(t.py(), PyTensor(copied, t.get().1.clone())),
+    }
+}
+
+/// `t.copy(order)`: [`copied_where_it_is`]; memory dlbridge cannot copy itself (oneAPI...) is
+/// copied in C order by the library that owns it, as [`moved_to`] moves such memory.
+fn copy_of<'py>(slf: &Bound<'py, PyTensor>, order: Order) -> PyResult<Bound<'py, PyTensor>> {
+    let (tensor, names) = (&slf.get().0, &slf.get().1);
+    match copied_where_it_is(tensor, order, cuda::StreamRequest::Default) {
+        Ok(copy) => Bound::new(slf.py(), PyTensor(copy, names.clone())),
+        Err(err) if order == Order::C && !dlbridge_copies(tensor.device()) => {
+            let kwargs = PyDict::new(slf.py());
+            kwargs.set_item(intern!(slf.py(), "copy"), true)?;
+            let copy = made_by_library(slf, &kwargs, err.into())?;
+            if !copy.get().0.is_c_contiguous() {
+                return Err(PyBufferError::new_err(format!(
+                    "the library that owns memory on {} copied it in another order than C; copy it with that library's own function",
+                    tensor.device()
+                )));
+            }
+            Ok(copy)
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Whether dlbridge copies memory of `device` itself: host memory and CUDA memory.
+fn dlbridge_copies(device: Device) -> bool {
+    device.is_host_accessible() || cuda::route(device, device).is_ok()
+}
+
+/// A fresh C- or F-contiguous copy of `tensor` on its own device: the host copy kernels for
+/// memory the host can read, a CUDA copy on the device for CUDA memory (enqueued on `stream`;
+/// an F-order copy is the C-order copy of the reversed axes, reversed back). Other memory
+/// (oneAPI...) gets the host copy's error, which names the way to the host.
+fn copied_where_it_is(
+    tensor: &Tensor,
+    order: Order,
+    stream: cuda::StreamRequest,
+) -> crate::Result<Tensor> {
+    let device = tensor.device();
+    if device.is_host_accessible() || !dlbridge_copies(device) {
+        return tensor.copy(order);
+    }
+    match order {
+        Order::C => cuda::to_device(tensor, device, stream),
+        Order::F => Ok(cuda::to_device(&tensor.transposed(), device, stream)?.transposed()),
+    }
+}
+
 pub(super) fn moved_to<'py>(
     slf: &Bound<'py, PyTensor>,
     target: Device,
@@ -82,21 +149,23 @@ pub(super) fn moved_to<'py>(
     let moved = match cuda::to_device(tensor, target, request) {
         Ok(moved) => moved,
         Err(err @ crate::Error::UnsupportedDevice { .. }) => {
-            return moved_by_library(slf, target, err.into());
+            let kwargs = PyDict::new(slf.py());
+            kwargs.set_item(intern!(slf.py(), "device"), PyDevice(target))?;
+            return made_by_library(slf, &kwargs, err.into());
         }
         Err(err) => return Err(err.into()),
     };
     Bound::new(slf.py(), PyTensor(moved, slf.get().1.clone()))
 }
 
-/// `t.to_device(target)` for memory dlbridge cannot move itself (oneAPI, ...): the array
-/// library that owns such memory makes the copy, found by `dlbridge.convert` as `to_numpy`
-/// finds it (dpnp for oneAPI memory). `refused` (dlbridge's own error) is raised when the
-/// dlbridge package is not there to ask (a user's extension on its own) or no installed
-/// library can, with the reason as its cause.
-fn moved_by_library<'py>(
+/// `t.to_device(target)` and `t.copy()` for memory dlbridge cannot move or copy itself
+/// (oneAPI, ...): `dlbridge.convert(t, "dlbridge", **kwargs)`, so that the array library that
+/// owns such memory makes the copy, found as `to_numpy` finds it (dpnp for oneAPI memory).
+/// `refused` (dlbridge's own error) is raised when the dlbridge package is not there to ask (a
+/// user's extension on its own) or no installed library can, with the reason as its cause.
+fn made_by_library<'py>(
     slf: &Bound<'py, PyTensor>,
-    target: Device,
+    kwargs: &Bound<'py, PyDict>,
     refused: PyErr,
 ) -> PyResult<Bound<'py, PyTensor>> {
     static CONVERT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -104,9 +173,7 @@ fn moved_by_library<'py>(
     let Ok(convert) = CONVERT.import(py, "dlbridge.convert", "convert") else {
         return Err(refused);
     };
-    let kwargs = PyDict::new(py);
-    kwargs.set_item(intern!(py, "device"), PyDevice(target))?;
-    match convert.call((slf, intern!(py, "dlbridge")), Some(&kwargs)) {
+    match convert.call((slf, intern!(py, "dlbridge")), Some(kwargs)) {
         // The package's own Tensor type; another extension's Tensor is imported like any array.
         Ok(moved) => match moved.cast_into_exact::<PyTensor>() {
             Ok(moved) => Ok(moved),
@@ -255,7 +322,7 @@ impl PyTensor {
         let managed = if target != own {
             cuda::to_device(&self.0, target, request)?.export_owned(flavor)?
         } else if copy == Some(true) {
-            self.0.export_copy(flavor, Order::C)?
+            copied_where_it_is(&self.0, Order::C, request)?.export_owned(flavor)?
         } else {
             cuda::order_for_consumer(&self.0, request)?;
             self.0.export(flavor)?
@@ -278,12 +345,8 @@ impl PyTensor {
             .map(parse_device)
             .transpose()?;
         if let Ok(t) = x.cast::<PyTensor>() {
-            let inner = &t.get().0;
-            let tensor = import::apply_policy(inner, device, copy)?;
-            return Ok(PyTensor(
-                tensor.unwrap_or_else(|| inner.clone()),
-                t.get().1.clone(),
-            ));
+            let t = reimported(t, device, copy)?;
+            return Ok(PyTensor(t.get().0.clone(), t.get().1.clone()));
         }
         import_object(x, device, copy)
     }
@@ -415,11 +478,11 @@ impl PyTensor {
         Bound::new(py, PyTensor(self.0.view_as(dtype)?, self.1.clone()))
     }
 
-    /// A new, writable, contiguous copy (`order` "C" or "F") with `is_copied` set.
+    /// A new, writable, contiguous copy (`order` "C" or "F") with `is_copied` set, on the
+    /// tensor's own device (CUDA data is copied on the GPU).
     #[pyo3(signature = (order="C"))]
-    fn copy<'py>(&self, py: Python<'py>, order: &str) -> PyResult<Bound<'py, PyTensor>> {
-        let order: Order = order.parse()?;
-        Bound::new(py, PyTensor(self.0.copy(order)?, self.1.clone()))
+    fn copy<'py>(slf: &Bound<'py, Self>, order: &str) -> PyResult<Bound<'py, PyTensor>> {
+        copy_of(slf, order.parse()?)
     }
 
     /// This tensor on `device`: itself when it is already there, else a copy (`is_copied` when
@@ -436,13 +499,13 @@ impl PyTensor {
         moved_to(slf, parse_device(device)?, stream)
     }
 
-    /// A C-contiguous tensor with the same values: itself when already C-contiguous.
+    /// A C-contiguous tensor with the same values, on the same device: itself when already
+    /// C-contiguous.
     fn contiguous<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTensor>> {
         if slf.get().0.is_c_contiguous() {
             return Ok(slf.clone());
         }
-        let copy = slf.get().0.copy(Order::C)?;
-        Bound::new(slf.py(), PyTensor(copy, slf.get().1.clone()))
+        copy_of(slf, Order::C)
     }
 
     /// Pickle support: `(reconstructor, (data, metadata))`. The data travels out of band with
