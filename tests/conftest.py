@@ -75,3 +75,11 @@ def x64():
     jax.config.update("jax_enable_x64", True)
     yield jax
     jax.config.update("jax_enable_x64", old)
+
+
+@pytest.fixture
+def no_cuda_gpu():
+    """Skip a test of the driver-absent CUDA paths where dlbridge reaches a real GPU: its fake
+    CUDA pointers would reach the driver (``test_cuda.py`` tests the GPU itself)."""
+    if dlb_testing.cuda_gpu_present():
+        pytest.skip("a CUDA GPU is present: this tests the driver-absent path")

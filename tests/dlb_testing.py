@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from collections.abc import Callable
@@ -245,3 +246,18 @@ def require_sycl():
     except Exception as exc:  # noqa: BLE001 - any failure to make an array means no device
         pytest.skip(f"no SYCL device (source scripts/env.sh before Python starts): {exc}")
     return dpnp
+
+
+@functools.cache
+def cuda_gpu_present() -> bool:
+    """True when dlbridge itself can copy to a CUDA GPU here (its driver loads and a device
+    answers). The tests of the driver-absent paths skip then: their fake CUDA pointers would
+    reach a real driver. The GPU behaviour itself is tested in ``test_cuda.py``."""
+    import dlbridge
+
+    try:
+        dlbridge.from_dlpack(np.zeros(1, dtype=np.uint8)).to_device("cuda:0")
+    except BufferError:
+        return False
+    return True
+

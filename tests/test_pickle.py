@@ -274,7 +274,7 @@ def cuda_tagged_tensor():
     return dlbridge.from_dlpack(producer.capsule()), producer
 
 
-def test_cuda_tensor_without_a_driver_cannot_be_staged():
+def test_cuda_tensor_without_a_driver_cannot_be_staged(no_cuda_gpu):
     t, producer = cuda_tagged_tensor()
     assert str(t.device) == "cuda:0"
     with pytest.raises(BufferError, match="CUDA"):
@@ -283,7 +283,7 @@ def test_cuda_tensor_without_a_driver_cannot_be_staged():
     producer.finalize()
 
 
-def test_cuda_pickle_without_the_device_names_it_at_load():
+def test_cuda_pickle_without_the_device_names_it_at_load(no_cuda_gpu):
     t = dlbridge.from_dlpack(np.arange(4, dtype=np.float32))
     reconstructor, (payload, metadata) = t.__reduce_ex__(5)
     metadata = metadata[:-1] + ((2, 0),)  # as written by a process with CUDA device 0

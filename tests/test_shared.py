@@ -354,7 +354,7 @@ def test_to_shared_of_a_oneapi_tensor_is_refused():
         dlbridge.to_shared(dlbridge.from_dlpack(dpnp.arange(4.0)))
 
 
-def test_to_shared_of_a_cuda_tensor_without_a_driver_is_refused():
+def test_to_shared_of_a_cuda_tensor_without_a_driver_is_refused(no_cuda_gpu):
     # A hand-built DLPack capsule tagged kDLCUDA whose pointer is host memory: a test double
     # for a GPU array; without a driver nothing is ever read through it.
     backing = np.zeros(4, dtype=np.float32)
@@ -373,7 +373,7 @@ def cuda_ipc_metadata():
     return metadata[:-1] + ((2, 0),)
 
 
-def test_cuda_ipc_handle_without_a_driver_is_refused_naming_the_device():
+def test_cuda_ipc_handle_without_a_driver_is_refused_naming_the_device(no_cuda_gpu):
     with pytest.raises(BufferError, match="cuda:0"):
         dlbridge._native._open_cuda_ipc(b"\0" * 64, 16, cuda_ipc_metadata())
 

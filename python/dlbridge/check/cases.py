@@ -345,7 +345,7 @@ def _build_cases() -> list[Case]:
             "data on a non-CPU device, no device= (a CPU consumer must refuse with a hint)",
             ("C36",),
             Recipe(f64, (3, 4)),
-            producers=("dpnp",),
+            producers=("dpnp", "cupy"),
         )
     )
     add(
