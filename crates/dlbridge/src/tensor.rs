@@ -354,6 +354,7 @@ impl Tensor {
     /// The same memory with sub-byte elements stored one per byte (DLPack's
     /// `IS_SUBBYTE_TYPE_PADDED`), as ml_dtypes stores its float4 and float6 arrays. The caller
     /// described the memory with one byte per element; other dtypes are returned unchanged.
+    #[cfg(feature = "pyo3")] // for the NumPy import of ml_dtypes arrays
     pub(crate) fn into_subbyte_padded(mut self) -> Self {
         self.subbyte_padded = self.dtype.is_subbyte();
         self
