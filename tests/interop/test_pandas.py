@@ -1,5 +1,5 @@
-"""pandas <-> dlbridge: Series and DataFrames through the Arrow PyCapsule stream, and the
-read-only views pandas 3 hands out under copy-on-write.
+"""pandas <-> dlbridge: Series (through pandas' NumPy view, or the Arrow PyCapsule stream for
+other dtypes), DataFrames, and the read-only views pandas 3 hands out under copy-on-write.
 
 Peer facts (pandas 3.1.1 with pyarrow 26, checked on this machine):
 - ``Series`` and ``DataFrame`` offer ``__arrow_c_stream__`` only (no ``__dlpack__``, no
@@ -9,6 +9,9 @@ Peer facts (pandas 3.1.1 with pyarrow 26, checked on this machine):
   (one child per column), which is not a tensor.
 - Copy-on-write is always on: ``.values`` and ``.to_numpy()`` of numeric data are read-only
   views of pandas' block (a single-dtype frame's ``to_numpy()`` is an F-order view).
+- So dlbridge reads a Series of a NumPy number or bool dtype through ``to_numpy()`` (NaN kept,
+  zero-copy, read-only) and any other Series through the stream; it refuses a DataFrame (a
+  table), naming ``convert(df, "numpy")``, ``df.to_numpy()`` and one column.
 - ``Series.from_arrow`` / ``DataFrame.from_arrow`` read Arrow PyCapsule objects (always a copy);
   ``Series.from_arrow`` turns the ``arrow.bool8`` extension dlbridge exports for bool into int8.
 - ``pd.Series(a, copy=False)`` shares ``a``; writes through the Series go to ``a``, and a
@@ -21,7 +24,7 @@ import numpy as np
 import pytest
 
 pd = pytest.importorskip("pandas")
-pytest.importorskip("pyarrow")  # pandas' Arrow export needs it
+pa = pytest.importorskip("pyarrow")  # pandas' Arrow export needs it
 
 import dlbridge  # noqa: E402
 
@@ -44,7 +47,7 @@ def block_address(s) -> int:
 
 
 @pytest.mark.parametrize("dtype", NUMERIC)
-def test_series_through_the_arrow_stream_is_zero_copy_and_read_only(dtype):
+def test_numeric_series_is_read_zero_copy_and_read_only(dtype):
     s = pd.Series(np.arange(7).astype(dtype))
     assert not hasattr(s, "__dlpack__") and hasattr(s, "__arrow_c_stream__")
     t = dlbridge.from_dlpack(s)
@@ -54,19 +57,31 @@ def test_series_through_the_arrow_stream_is_zero_copy_and_read_only(dtype):
         np.from_dlpack(t)[0] = 1
 
 
-def test_bool_series_is_unpacked_by_a_copy():
+def test_bool_series_is_read_in_place():  # the stream would bit-pack it (a copy)
     s = pd.Series([True, False, True])
     t = dlbridge.from_dlpack(s)
-    assert (t.dtype.name, t.tolist(), t.is_copied) == ("bool", [True, False, True], True)
+    assert (t.dtype.name, t.tolist(), t.is_copied) == ("bool", [True, False, True], False)
+    assert t.data_ptr == block_address(s)
 
 
-def test_nan_is_a_null_in_the_stream_but_not_through_convert():
+def test_nan_is_kept_though_the_stream_would_make_it_a_null():
     s = pd.Series([1.0, np.nan, 3.0])
     with pytest.raises(BufferError, match="null"):
-        dlbridge.from_dlpack(s)  # pandas' Arrow export makes NaN a null
-    y = dlbridge.convert(s, "numpy")  # the pandas namespace hands over s.to_numpy()
-    assert np.isnan(y[1]) and y[[0, 2]].tolist() == [1.0, 3.0]
-    assert y.ctypes.data == block_address(s) and not y.flags.writeable
+        dlbridge.from_dlpack(pa.array(s))  # pandas' Arrow export makes NaN a null
+    for y in (dlbridge.to_numpy(s), np.from_dlpack(dlbridge.from_dlpack(s, copy=False)),
+              dlbridge.convert(s, "numpy")):
+        assert np.isnan(y[1]) and y[[0, 2]].tolist() == [1.0, 3.0]
+        assert y.ctypes.data == block_address(s) and not y.flags.writeable
+
+
+def test_series_of_other_dtypes_take_the_arrow_stream():
+    s = pd.Series([1, None, 3], dtype="Int64")  # nullable: the stream, nulls refused
+    with pytest.raises(BufferError, match="fill_null"):
+        dlbridge.from_dlpack(s)
+    assert dlbridge.from_arrow(s, fill_null=0).tolist() == [1, 0, 3]
+    a = pd.Series([1.5, 2.5], dtype="float64[pyarrow]")
+    t = dlbridge.from_dlpack(a)
+    assert t.tolist() == [1.5, 2.5] and t.readonly
 
 
 def test_nullable_integers_name_the_fix():
@@ -96,10 +111,13 @@ def test_copy_on_write_views_stay_read_only(get):
     del torch
 
 
-def test_dataframe_stream_is_a_struct_and_convert_uses_to_numpy():
+def test_dataframe_is_refused_naming_the_ways_to_an_array():
     df = pd.DataFrame({"a": np.arange(4.0), "b": np.arange(4.0) * 2})
-    with pytest.raises(BufferError, match="struct|\\+s"):
+    with pytest.raises(BufferError, match=r'convert\(df, "numpy"\).*df.to_numpy\(\).*df\["name"\]'):
         dlbridge.from_dlpack(df)
+    column = dlbridge.from_dlpack(df["b"])
+    assert column.tolist() == [0.0, 2.0, 4.0, 6.0] and column.data_ptr == block_address(df["b"])
+    np.testing.assert_array_equal(dlbridge.to_numpy(df), df.to_numpy())
     y = dlbridge.convert(df, "numpy")
     assert y.shape == (4, 2) and y.tolist() == df.to_numpy().tolist()
     assert not y.flags.writeable and y.ctypes.data == df.to_numpy().ctypes.data  # zero-copy view

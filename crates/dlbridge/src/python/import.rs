@@ -13,7 +13,8 @@ use crate::error::Error;
 use crate::ffi::dlpack::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
 use crate::python::protocols::Protocols;
 use crate::python::{
-    array_interface, arrow, buffer, call, capsule, cuda_array_interface, errors, protocols, torch,
+    array_interface, arrow, buffer, call, capsule, cuda_array_interface, errors, pandas, protocols,
+    torch,
 };
 use crate::tensor::Tensor;
 
@@ -227,6 +228,15 @@ fn import_named(
     }
     if let Some(tensor) = pyarrow_numeric(obj, &offers)? {
         return unnamed(tensor);
+    }
+    match offers.pandas {
+        Some(pandas::Kind::Series) => {
+            if let Some(view) = pandas::numpy_view(obj)? {
+                return import_named(&view, None, device, copy);
+            }
+        }
+        Some(pandas::Kind::DataFrame) => return Err(pandas::dataframe_refused()),
+        None => {}
     }
     // The protocols the type offers, in the documented order. Objects that speak the Arrow C
     // interface go through it, even when they also offer __dlpack__ (pyarrow arrays do): it

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyModule};
 
-use crate::python::{capsule, import, numpy_api::Api};
+use crate::python::{capsule, import, numpy_api::Api, pandas, protocols};
 use crate::{Device, Tensor};
 
 use super::tensor::PyTensor;
@@ -77,6 +77,8 @@ fn native<'py>(x: &Bound<'py, PyAny>, copy: Option<&Bound<'py, PyAny>>) -> PyRes
     let (tensor, given) = match x.cast_exact::<PyTensor>() {
         Ok(t) => (t.get().0.clone(), Some(t)),
         Err(_) if capsule::is_capsule(x) => return general(),
+        // A table: the general path asks pandas for one array of its columns.
+        Err(_) if protocols::of(x)?.pandas == Some(pandas::Kind::DataFrame) => return general(),
         // Only copy=False reaches the import: any copy is made below, on the host.
         Err(_) => (import::import(x, None, copy.filter(|c| !c))?, None),
     };
