@@ -35,8 +35,13 @@ unsafe extern "C" {
 static KWNAMES: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
 static MAX_VERSION: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
 
-/// `obj.__dlpack__(max_version=(1, 3))`; `method`, when given, is the function that call
-/// resolves to (called with `obj` as its first argument, without looking it up).
+/// `obj.__dlpack__(stream=None, max_version=(1, 3))`; `method`, when given, is the function
+/// that call resolves to (called with `obj` as its first argument, without looking it up).
+///
+/// `stream=None` is DLPack's "the legacy default stream" for CUDA data, where dlbridge reads
+/// and copies it; it is passed rather than left out because torch, whose own default is -1
+/// ("no synchronisation"), applies it only when given: left out, data torch was still writing
+/// on its current stream would be read too early. Producers of host data take None as nothing.
 pub(crate) fn dlpack_with_max_version<'py>(
     obj: &Bound<'py, PyAny>,
     method: Option<&Py<PyAny>>,
@@ -48,6 +53,7 @@ pub(crate) fn dlpack_with_max_version<'py>(
     #[cfg(windows)]
     {
         let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item(intern!(py, "stream"), py.None())?;
         kwargs.set_item(intern!(py, "max_version"), version.bind(py))?;
         match method {
             Some(m) => m.bind(py).call((obj,), Some(&kwargs)),
@@ -61,12 +67,14 @@ pub(crate) fn dlpack_with_max_version<'py>(
         // fallback of one rich comparison per parameter (about 300 instructions; 20-30 ns per
         // import).
         let kwnames = KWNAMES.get_or_try_init(py, || {
-            PyTuple::new(py, [intern!(py, "max_version")]).map(Bound::unbind)
+            PyTuple::new(py, [intern!(py, "stream"), intern!(py, "max_version")]).map(Bound::unbind)
         })?;
-        let args = [obj.as_ptr(), version.as_ptr()];
+        let none = py.None();
+        let args = [obj.as_ptr(), none.as_ptr(), version.as_ptr()];
         let result = match method {
-            // SAFETY: the thread is attached; `method` is a live callable; `args` holds `self` then one
-            // keyword value, all borrowed and alive for the call; `kwnames` is a tuple of one str.
+            // SAFETY: the thread is attached; `method` is a live callable; `args` holds `self` then
+            // two keyword values, all borrowed and alive for the call; `kwnames` is a tuple of
+            // two strs.
             Some(m) => unsafe {
                 PyObject_Vectorcall(m.as_ptr(), args.as_ptr(), 1, kwnames.as_ptr())
             },

@@ -492,21 +492,6 @@ fn import_dlpack(
     // A copy of data the host cannot reach is the producer's to make (it knows its device).
     let target = device.or_else(|| here.filter(|h| copy == Some(true) && !h.is_host_accessible()));
     let Some(target) = target else {
-        // Asked before the export only here, where nothing else needs it; a producer whose
-        // answer is unusable is exported as before (its capsule says where the data is).
-        let fetched = match here {
-            None if device.is_none() && copy != Some(true) => dlpack_device(obj).ok().flatten(),
-            known => known,
-        };
-        if fetched.is_some_and(is_cuda) {
-            let kwargs = PyDict::new(py);
-            kwargs.set_item(
-                intern!(py, "max_version"),
-                (DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION),
-            )?;
-            kwargs.set_item(intern!(py, "stream"), LEGACY_DEFAULT_STREAM)?;
-            return call_dlpack(&obj.getattr(intern!(py, "__dlpack__"))?, &kwargs);
-        }
         let capsule = match call::dlpack_with_max_version(obj, method) {
             Ok(c) => c,
             Err(err) if is_keyword_type_error(py, &err) => {
@@ -518,6 +503,8 @@ fn import_dlpack(
     };
     let method = obj.getattr(intern!(py, "__dlpack__"))?;
     let kwargs = PyDict::new(py);
+    // Given, not left out: see `call::dlpack_with_max_version`.
+    kwargs.set_item(intern!(py, "stream"), py.None())?;
     kwargs.set_item(
         intern!(py, "max_version"),
         (DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION),
@@ -526,9 +513,6 @@ fn import_dlpack(
         // Already there (or the producer cannot say where): `apply_policy` moves it if needed.
         if copy == Some(true) && !target.is_host_accessible() {
             kwargs.set_item(intern!(py, "copy"), true)?;
-            if is_cuda(target) {
-                kwargs.set_item(intern!(py, "stream"), LEGACY_DEFAULT_STREAM)?;
-            }
             wait_for_sycl_producer(obj)?;
         }
         return call_dlpack(&method, &kwargs);
@@ -550,9 +534,6 @@ fn import_dlpack(
         {
             kwargs.del_item(intern!(py, "dl_device"))?;
             let _ = kwargs.del_item(intern!(py, "copy"));
-            if is_cuda(here) {
-                kwargs.set_item(intern!(py, "stream"), LEGACY_DEFAULT_STREAM)?;
-            }
             call_dlpack(&method, &kwargs)
         }
         Err(err) => {
@@ -602,16 +583,6 @@ fn dlpack_device(obj: &Bound<'_, PyAny>) -> PyResult<Option<Device>> {
     }
 }
 
-/// The `stream` dlbridge names when it imports CUDA data: the legacy default stream, where it
-/// reads and copies CUDA memory (see `cuda::transfer`). DLPack lets a consumer leave `stream`
-/// out, but producers differ on what that means: torch takes it as "no synchronisation", so
-/// data still being written on torch's current stream would be read too early.
-const LEGACY_DEFAULT_STREAM: i64 = 1;
-
-fn is_cuda(device: Device) -> bool {
-    device.kind == DeviceType::CUDA
-}
-
 /// The errors by which a producer declines a `dl_device` / `copy` request.
 fn producer_refused(py: Python<'_>, err: &PyErr) -> bool {
     err.is_instance_of::<PyBufferError>(py)
@@ -621,26 +592,11 @@ fn producer_refused(py: Python<'_>, err: &PyErr) -> bool {
 }
 
 /// Call `__dlpack__` with `kwargs`; an old producer that rejects the keywords is asked again
-/// with `stream` alone (when given: the one keyword of the first DLPack protocol), then without
-/// any, and the capsule name says which flavour came back.
+/// without any, and the capsule name says which flavour came back.
 fn call_dlpack(method: &Bound<'_, PyAny>, kwargs: &Bound<'_, PyDict>) -> PyResult<Tensor> {
-    let py = method.py();
     let capsule = match method.call((), Some(kwargs)) {
         Ok(c) => c,
-        Err(err) if is_keyword_type_error(py, &err) => {
-            match kwargs.get_item(intern!(py, "stream"))? {
-                Some(stream) => {
-                    let only_stream = PyDict::new(py);
-                    only_stream.set_item(intern!(py, "stream"), stream)?;
-                    match method.call((), Some(&only_stream)) {
-                        Ok(c) => c,
-                        Err(err) if is_keyword_type_error(py, &err) => method.call0()?,
-                        Err(err) => return Err(err),
-                    }
-                }
-                None => method.call0()?,
-            }
-        }
+        Err(err) if is_keyword_type_error(method.py(), &err) => method.call0()?,
         Err(err) => return Err(err),
     };
     capsule::consume(&capsule)
