@@ -702,10 +702,13 @@ def test_round_trip_through_arrow_keeps_the_pointer():
 # ============================================================================================
 # nanoarrow
 # ============================================================================================
-na = pytest.importorskip("nanoarrow")
+@pytest.fixture
+def na():
+    """nanoarrow, or the test skips (the rest of the file runs without it)."""
+    return pytest.importorskip("nanoarrow")
 
 
-def test_nanoarrow_imports_and_exports():
+def test_nanoarrow_imports_and_exports(na):
     src = na.c_array(np.arange(5, dtype=np.int32).tolist(), na.int32())
     t = dlbridge.from_dlpack(src)  # c_array offers __arrow_c_array__ only
     assert t.tolist() == [0, 1, 2, 3, 4] and t.readonly
@@ -723,7 +726,7 @@ def test_nanoarrow_device_array_is_cpu_minus_one():
     assert d.device_id == -1 and d.device_type == nd.DeviceType.CPU
 
 
-def test_nanoarrow_sees_the_fixed_shape_tensor_extension():
+def test_nanoarrow_sees_the_fixed_shape_tensor_extension(na):
     c = na.c_array(tensor_of(np.ones((2, 3, 4), np.float32)))
     assert c.schema.format == "+w:12"
     meta = dict(c.schema.metadata)
@@ -735,10 +738,13 @@ def test_nanoarrow_sees_the_fixed_shape_tensor_extension():
 # ============================================================================================
 # arro3
 # ============================================================================================
-ac = pytest.importorskip("arro3.core")
+@pytest.fixture
+def ac():
+    """arro3.core, or the test skips (the rest of the file runs without it)."""
+    return pytest.importorskip("arro3.core")
 
 
-def test_arro3_imports_and_exports():
+def test_arro3_imports_and_exports(ac):
     a = np.arange(6, dtype=np.float64)
     x = ac.Array.from_arrow(tensor_of(a))
     assert x.to_pylist() == a.tolist()
@@ -749,7 +755,7 @@ def test_arro3_imports_and_exports():
     assert dlbridge.from_dlpack(chunked).data_ptr == a.ctypes.data
 
 
-def test_arro3_keeps_extension_metadata():
+def test_arro3_keeps_extension_metadata(ac):
     x = ac.Array.from_arrow(tensor_of(np.ones((2, 3), np.int64)))
     assert x.field.metadata[b"ARROW:extension:name"] == b"arrow.fixed_shape_tensor"
     back = dlbridge.from_dlpack(x)
