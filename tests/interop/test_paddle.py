@@ -14,8 +14,9 @@ Peer facts (paddlepaddle 3.3.1, checked on this machine):
   ``paddle.to_tensor`` turns a NumPy uint16 array into a *bfloat16* tensor (same bits) and
   refuses uint32/uint64; ``paddle.from_dlpack`` keeps them.
 - A tensor with ``stop_gradient=False`` refuses ``__dlpack__`` with a BufferError naming detach,
-  but its C exchange API exports it (so ``dlbridge.from_dlpack``, which uses that API first,
-  imports it); ``dlbridge.convert`` asks for ``detach=True``.
+  but its C exchange API exports it; dlbridge, which uses that API first, applies Paddle's own
+  rule after the export (a BufferError naming ``.detach()``), and ``dlbridge.convert`` asks for
+  ``detach=True``.
 - Importing paddle warns "No ccache found" (UserWarning) and takes about 3 s.
 """
 
@@ -104,6 +105,11 @@ def test_paddle_requires_grad_is_refused_with_detach():
     x.stop_gradient = False
     with pytest.raises(BufferError, match="detach"):
         x.__dlpack__()  # paddle's own export refuses (its C exchange API does not)
+    for through_dlbridge in (dlbridge.from_dlpack, dlbridge.Tensor, dlbridge.to_numpy):
+        with pytest.raises(BufferError, match=r"stop_gradient=False.*\.detach\(\)"):
+            through_dlbridge(x)  # paddle's C exchange API would export it
+    t = dlbridge.from_dlpack(x.detach())  # the way out: no copy
+    assert t.data_ptr == x.data_ptr() and t.tolist() == [0.0, 1.0, 2.0]
     with pytest.raises(BufferError, match="detach"):
         dlbridge.convert(x, "numpy")
     y = dlbridge.convert(x, "numpy", detach=True)

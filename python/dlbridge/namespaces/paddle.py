@@ -45,6 +45,11 @@ class Paddle(Namespace):
             return Device(f"cuda:{place.gpu_device_id()}")
         return device_of(x)  # paddle answers (kDLCPU, None) for CPU: only other places get here
 
+    def source(self, x):
+        # dlbridge refuses tensors that require gradients (Paddle's own rule); the plan reads
+        # the source's facts before its detach step runs, from the same memory detached.
+        return x if x.stop_gradient else x.detach()
+
     def state(self, x):
         if not x.stop_gradient:
             return [State(

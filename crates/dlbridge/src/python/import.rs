@@ -13,8 +13,8 @@ use crate::error::Error;
 use crate::ffi::dlpack::{DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
 use crate::python::protocols::Protocols;
 use crate::python::{
-    array_interface, arrow, buffer, call, capsule, cuda_array_interface, errors, pandas, protocols,
-    torch,
+    array_interface, arrow, buffer, call, capsule, cuda_array_interface, errors, paddle, pandas,
+    protocols, torch,
 };
 use crate::tensor::Tensor;
 
@@ -127,6 +127,9 @@ pub(crate) fn exchange_table(
     // drops the export, and torch's deleter runs).
     if offers.torch_tensor {
         torch::check_exported(obj, tensor.dtype())?;
+    }
+    if offers.paddle_tensor {
+        paddle::check_exported(obj)?;
     }
     Ok(Some(tensor))
 }

@@ -22,6 +22,7 @@ pub mod import;
 pub(crate) mod interface_dict;
 mod module;
 pub(crate) mod numpy_api;
+pub(crate) mod paddle;
 pub(crate) mod pandas;
 pub(crate) mod pickle;
 pub(crate) mod protocols;

@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyType};
 
 use crate::python::exchange::{self, Api};
-use crate::python::{numpy_api, pandas, torch};
+use crate::python::{numpy_api, paddle, pandas, torch};
 
 /// The protocols a type offers.
 #[derive(Clone, Copy, Debug, Default)]
@@ -47,6 +47,8 @@ pub(crate) struct Protocols {
     /// Exactly one of pyarrow's primitive numeric array classes (`pyarrow.lib.Int8Array` ...
     /// `DoubleArray`), whose own `__dlpack__` import uses first (see `import.rs`).
     pub pyarrow_primitive: bool,
+    /// `paddle.Tensor` or a subclass (see [`crate::python::paddle`]).
+    pub paddle_tensor: bool,
     /// A pandas Series or DataFrame (see [`crate::python::pandas`]).
     pub pandas: Option<pandas::Kind>,
 }
@@ -116,6 +118,7 @@ fn discover(ty: &Bound<'_, PyType>) -> PyResult<Protocols> {
         torch_tensor: torch::is_tensor_type(ty),
         numpy_ndarray: numpy_api::Api::for_exact_ndarray(ty),
         pyarrow_primitive: is_pyarrow_primitive(ty),
+        paddle_tensor: paddle::is_tensor_type(ty),
         pandas: pandas::kind_of(ty),
     })
 }
