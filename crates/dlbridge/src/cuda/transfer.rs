@@ -1,8 +1,9 @@
 //! Moving tensors between the host and CUDA devices, and ordering device work for consumers.
 //!
 //! The contract dlbridge keeps for the CUDA memory it holds: the data is ready on the **legacy
-//! default stream** of its device — because dlbridge asks producers for `stream=1` when it
-//! imports, and waits for a `__cuda_array_interface__` producer's stream — unless the tensor's
+//! default stream** of its device — because dlbridge asks producers for it when it imports
+//! (`stream=None`, given explicitly: DLPack's name for that stream), and waits for a
+//! `__cuda_array_interface__` producer's stream — unless the tensor's
 //! memory is an allocation dlbridge filled asynchronously, which then carries a `ready` event.
 
 use std::sync::Arc;
