@@ -12,14 +12,15 @@
 # where they are installed. The wheel is installed into a folder of its own on PYTHONPATH, so
 # the interpreter's packages stay as they are. Each step has a time limit (seconds, below) and
 # a failing step does not stop the next; $OUT/summary.txt says what each step did. The steps
-# together stay under 8 minutes; GPU_CHECK_STEPS="rust pytest" runs a subset.
+# together stay under 8 minutes; GPU_CHECK_STEPS="rust pytest" runs a subset, GPU_CHECK_DIR
+# names another folder than .gpu.
 #
 # Files under $OUT: summary.txt, rust.log, pytest.log (the CUDA tests), bench.log, gpu.md (the benchmark
 # table, for benches/results/gpu.md), check.log, check.json, pytest-all.log.
 
 set -uo pipefail
 cd "$(dirname "$0")/.."
-GPU_DIR=.gpu
+GPU_DIR=${GPU_CHECK_DIR:-.gpu}
 
 prepare() {
     set -e
