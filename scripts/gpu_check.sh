@@ -15,8 +15,8 @@
 # together stay under 8 minutes; GPU_CHECK_STEPS="rust pytest" runs a subset, GPU_CHECK_DIR
 # names another folder than .gpu.
 #
-# Files under $OUT: summary.txt, rust.log, pytest.log (the CUDA tests), bench.log, gpu.md (the benchmark
-# table, for benches/results/gpu.md), check.log, check.json, pytest-all.log.
+# Files under $OUT: summary.txt, rust.log, pytest.log (the CUDA tests), bench.log, gpu.md (the
+# benchmark table, for benches/results/gpu.md), check.log, check.json, all.log (the whole suite).
 
 set -uo pipefail
 cd "$(dirname "$0")/.."
