@@ -261,3 +261,15 @@ def cuda_gpu_present() -> bool:
         return False
     return True
 
+
+
+@functools.cache
+def cupy_usable() -> tuple[bool, str]:
+    """(whether CuPy can use a CUDA device here, why not), by the checker's probe: ``import
+    cupy`` works without a GPU, its first use does not."""
+    from dlbridge.check.libraries import CupyLib
+
+    lib = CupyLib()
+    if not super(CupyLib, lib).installed():
+        return False, "cupy is not installed (pip install cupy-cuda13x)"
+    return lib.probe()

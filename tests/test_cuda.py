@@ -24,6 +24,7 @@ import pytest
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import dlbridge  # noqa: E402
+from dlb_testing import cupy_usable  # noqa: E402
 
 torch = pytest.importorskip("torch")
 
@@ -36,12 +37,12 @@ BIG = 1 << 24  # float32 elements: 64 MiB, a copy that takes a measurable time
 
 
 def cupy_or_skip():
-    cp = pytest.importorskip("cupy")
-    try:
-        cp.cuda.runtime.getDeviceCount()
-    except Exception as e:  # noqa: BLE001 - any failure means CuPy cannot use the GPU here
-        pytest.skip(f"CuPy cannot use the GPU: {e}")
-    return cp
+    usable, why = cupy_usable()
+    if not usable:
+        pytest.skip(f"CuPy cannot use the GPU: {why}")
+    import cupy
+
+    return cupy
 
 
 def jax_gpu_or_skip():
@@ -59,6 +60,28 @@ def busy(stream=None):
     else:
         with torch.cuda.stream(stream):
             torch.cuda._sleep(SPIN)
+
+
+def filled_on_a_busy_stream(value):
+    """A 64 MiB float32 CUDA tensor whose fill with ``value`` is still pending on a new stream,
+    behind a spin, and that stream."""
+    s = torch.cuda.Stream()
+    x = torch.zeros(BIG, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s):
+        busy()
+        x.fill_(value)
+    return x, s
+
+
+def copy_pending_behind_a_spin(value):
+    """dlbridge's import of a copy of a 64 MiB float32 CUDA tensor of ``value``, the copy still
+    pending behind a spin on torch's default stream (the legacy default stream, where dlbridge
+    copies and orders by default)."""
+    x = torch.full((BIG,), value, device="cuda")
+    torch.cuda.synchronize()
+    busy()
+    return dlbridge.from_dlpack(x, copy=True)
 
 
 def host(t):
@@ -210,12 +233,8 @@ def test_second_gpu_keeps_its_ordinal_and_transfers_between_gpus():
 
 # ------------------------------------------------------------------------------ streams
 def test_import_waits_for_the_producers_current_stream():
-    s = torch.cuda.Stream()
-    x = torch.zeros(BIG, device="cuda")
-    torch.cuda.synchronize()
+    x, s = filled_on_a_busy_stream(3.0)
     with torch.cuda.stream(s):
-        busy()
-        x.fill_(3.0)
         n = dlbridge.to_numpy(x)  # torch orders dlbridge's stream after s
         c = dlbridge.from_dlpack(x, copy=True)
     assert (n == 3.0).all()
@@ -223,10 +242,7 @@ def test_import_waits_for_the_producers_current_stream():
 
 
 def test_export_orders_the_consumers_stream_after_dlbridges_copy():
-    x = torch.full((BIG,), 5.0, device="cuda")
-    torch.cuda.synchronize()
-    busy()  # torch's default stream is the legacy one dlbridge copies on by default
-    c = dlbridge.from_dlpack(x, copy=True)  # pending behind the spin
+    c = copy_pending_behind_a_spin(5.0)
     consumer = torch.cuda.Stream()
     with torch.cuda.stream(consumer):
         y = torch.from_dlpack(c)  # torch passes `consumer` as the stream
@@ -252,10 +268,7 @@ def test_to_device_on_the_default_streams(stream):
 
 
 def test_dlpack_export_honours_the_stream_argument():
-    x = torch.full((BIG,), 2.0, device="cuda")
-    torch.cuda.synchronize()
-    busy()
-    c = dlbridge.from_dlpack(x, copy=True)
+    c = copy_pending_behind_a_spin(2.0)
     s = torch.cuda.Stream()
     cap = c.__dlpack__(stream=s.cuda_stream, max_version=(1, 3))
     with torch.cuda.stream(s):
@@ -355,12 +368,7 @@ def test_cuda_array_interface_read_only_flag_is_kept():
 
 
 def test_cuda_array_interface_stream_is_waited_for():
-    s = torch.cuda.Stream()
-    x = torch.zeros(BIG, device="cuda")
-    torch.cuda.synchronize()
-    with torch.cuda.stream(s):
-        busy()
-        x.fill_(4.0)
+    x, s = filled_on_a_busy_stream(4.0)
     cai = dict(x.__cuda_array_interface__, stream=s.cuda_stream, version=3)
     n = dlbridge.to_numpy(CudaArrayInterface(cai, x))
     assert (n == 4.0).all()

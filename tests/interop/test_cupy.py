@@ -11,17 +11,10 @@ import numpy as np
 import pytest
 
 import dlbridge
-from dlbridge.check.libraries import CupyLib, discover
+from dlb_testing import cupy_usable
+from dlbridge.check.libraries import discover
 
-
-def _usable() -> tuple[bool, str]:
-    lib = CupyLib()
-    if not super(CupyLib, lib).installed():
-        return False, "cupy is not installed (pip install cupy-cuda13x)"
-    return lib.probe()
-
-
-USABLE, WHY = _usable()
+USABLE, WHY = cupy_usable()
 needs_gpu = pytest.mark.skipif(not USABLE, reason=f"CuPy cannot run here: {WHY}")
 
 

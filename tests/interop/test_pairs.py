@@ -37,6 +37,7 @@ import numpy as np
 import pytest
 
 import dlbridge
+from dlb_testing import cupy_usable
 from dlbridge import namespaces as nsmod
 from dlbridge.check import libraries as L
 
@@ -71,7 +72,7 @@ if nsmod.get("paddle").installed() and not PADDLE_AFTER_TENSORFLOW:
 
 def _cupy_skip_reason() -> str | None:
     """Why the pairs with CuPy cannot run here (it needs a CUDA device), or None."""
-    usable, why = L.by_name()["cupy"].probe()
+    usable, why = cupy_usable()
     return None if usable else f"cupy: {why}"
 
 

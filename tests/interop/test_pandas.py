@@ -27,19 +27,10 @@ pd = pytest.importorskip("pandas")
 pa = pytest.importorskip("pyarrow")  # pandas' Arrow export needs it
 
 import dlbridge  # noqa: E402
+from dlb_testing import NUMPY_DTYPES  # noqa: E402
 
-NUMERIC = [
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float32",
-    "float64",
-]
+# bool and complex are tested apart.
+NUMERIC = [d for d in NUMPY_DTYPES if d[0] in "iuf"]
 
 
 def block_address(s) -> int:

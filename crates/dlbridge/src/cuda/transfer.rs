@@ -681,6 +681,11 @@ mod tests {
         );
     }
 
+    /// The bytes of `t`, copied to the host.
+    fn host_bytes(t: &Tensor) -> Vec<u8> {
+        copy_to_host(t).unwrap().to_vec::<u8>().unwrap()
+    }
+
     #[test]
     #[ignore = "needs a CUDA GPU"]
     fn consumer_streams_wait_for_pending_copies() {
@@ -695,14 +700,7 @@ mod tests {
         order_for_consumer(&dd, unsafe { consumer.request() }).unwrap();
         order_for_consumer(&dd, StreamRequest::NoSync).unwrap();
         consumer.synchronize().unwrap();
-        assert!(
-            copy_to_host(&dd)
-                .unwrap()
-                .as_slice::<u8>()
-                .unwrap()
-                .iter()
-                .all(|x| *x == 7)
-        );
+        assert!(host_bytes(&dd).iter().all(|x| *x == 7));
     }
 
     #[test]
@@ -768,14 +766,7 @@ mod tests {
                 .join()
                 .unwrap();
         });
-        assert!(
-            copy_to_host(&dd)
-                .unwrap()
-                .as_slice::<u8>()
-                .unwrap()
-                .iter()
-                .all(|x| *x == 3)
-        );
+        assert!(host_bytes(&dd).iter().all(|x| *x == 3));
     }
 
     #[test]
