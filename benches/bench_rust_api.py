@@ -5,8 +5,9 @@
     python benches/bench_rust_api.py --quick    # smoke test: benches/results/rust-api-quick.md
 
 Both functions live in the example extension ``examples/pyo3-extension`` (module
-``dlbridge_example``), built here in release mode with maturin (or taken from
-``--module-dir``): ``total(x: Tensor)`` sums a float32 array from any library,
+``dlbridge_example``), built here in release mode with maturin (or built beforehand with
+``--prepare DIR`` and taken with ``--prepared DIR``): ``total(x: Tensor)`` sums a float32
+array from any library,
 ``total_numpy(x: PyReadonlyArray1<f32>)`` is the same sum written with rust-numpy, NumPy arrays
 only. Every row times one call of ``total`` on a 16-element float32 array from one library
 against ``total_numpy`` on the NumPy array, in the same process, samples interleaved: min and
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import (  # noqa: E402 - benches/ is put on sys.path just above
+from harness import (
     REPO,
     Timing,
     command_line,
@@ -91,21 +92,19 @@ ROWS = [
 ]
 
 
-def build_extension(out_dir: Path) -> Path:
+def build_extension(site: Path) -> None:
     """Build the example extension in release mode with maturin and unpack its wheel into
-    ``out_dir/site``; returns that directory."""
-    wheels = out_dir / "wheel"
-    subprocess.run(
-        [sys.executable, "-m", "maturin", "build", "--release", "--locked",
-         "--manifest-path", str(EXTENSION), "--interpreter", sys.executable,
-         "--out", str(wheels)],
-        check=True,
-    )
-    (wheel,) = wheels.glob("dlbridge_example-*.whl")
-    site = out_dir / "site"
-    with zipfile.ZipFile(wheel) as zf:
-        zf.extractall(site)
-    return site
+    ``site``, an importable directory."""
+    with tempfile.TemporaryDirectory(prefix="bench-rust-api-wheel-") as wheels:
+        subprocess.run(
+            [sys.executable, "-m", "maturin", "build", "--release", "--locked",
+             "--manifest-path", str(EXTENSION), "--interpreter", sys.executable,
+             "--out", wheels],
+            check=True,
+        )
+        (wheel,) = Path(wheels).glob("dlbridge_example-*.whl")
+        with zipfile.ZipFile(wheel) as zf:
+            zf.extractall(site)
 
 
 def namespace(ex: Any) -> tuple[dict[str, Any], dict[str, str]]:
@@ -184,20 +183,27 @@ def report(rows: list[Row], missing: dict[str, str], params: dict[str, int], com
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="few samples (writes rust-api-quick.md)")
-    ap.add_argument("--module-dir", type=Path,
+    ap.add_argument("--prepare", type=Path, metavar="DIR",
+                    help="only build dlbridge_example into DIR (a cold build takes minutes)")
+    ap.add_argument("--prepared", type=Path, metavar="DIR",
                     help="a directory holding a built dlbridge_example (default: build it)")
     ap.add_argument("--out", type=Path, help="where to write the Markdown")
     ap.add_argument("--no-write", action="store_true", help="print only")
     args = ap.parse_args(argv)
+    if args.prepare is not None:
+        build_extension(args.prepare)
+        print(f"built dlbridge_example into {args.prepare}")
+        return 0
     params = QUICK if args.quick else FULL
     load = loadavg()
 
     with tempfile.TemporaryDirectory(prefix="bench-rust-api-") as tmp:
-        if args.module_dir is not None:
-            site = args.module_dir.resolve()
-            module = f"taken from `{args.module_dir}`"
+        if args.prepared is not None:
+            site = args.prepared.resolve()
+            module = f"taken from `{args.prepared}`"
         else:
-            site = build_extension(Path(tmp))
+            site = Path(tmp)
+            build_extension(site)
             module = "built by this run (maturin, release profile)"
         sys.path.insert(0, str(site))
         import dlbridge_example as ex
