@@ -2,16 +2,18 @@
 # Install everything dlbridge needs to be built, run and tested, then build it:
 #   bash scripts/bootstrap.sh
 #
-# 1. creates the venv if missing or broken (python3 -m venv), at $VENV, else
-#    $DLBRIDGE_VENV, else <repo>/.venv;
+# 1. creates the venv at $VENV, else $DLBRIDGE_VENV, else <repo>/.venv, with the newest CPython
+#    here that the main peers have wheels for (scripts/pick_python.sh newest; PYTHON overrides
+#    it); a venv that is missing, broken or made with another Python version is made anew;
 # 2. upgrades pip and installs requirements-test.txt, upgrading every peer to the newest
 #    release the registry serves (what a fresh machine gets);
 # 3. builds the extension and installs dlbridge into the venv: a profile-guided
 #    `maturin develop --release` (scripts/pgo.sh; DLBRIDGE_PGO=0 for the plain build).
 #
-# Idempotent: run it as often as you like. Long output goes to log files under
+# Idempotent: run it as often as you like; the build is skipped when the venv holds the build of
+# the same Rust sources. Long output goes to log files under
 # $DLBRIDGE_LOG_DIR (default <venv>/.dlbridge-logs); on failure their tail is printed.
-# Environment: PYTHON (interpreter that creates the venv, default python3),
+# Environment: PYTHON (interpreter that creates the venv, default: the probe above),
 # CARGO_TARGET_DIR (honoured by maturin), DLBRIDGE_MATURIN_ARGS (extra maturin args).
 set -euo pipefail
 
@@ -19,7 +21,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 # resolve the venv path exactly as env.sh does, without exporting its loader paths here
 VENV="$(. scripts/env.sh && printf '%s' "$DLBRIDGE_VENV")"
-PYTHON="${PYTHON:-python3}"
+PYTHON="${PYTHON:-$(bash scripts/pick_python.sh newest)}"
 LOG_DIR="${DLBRIDGE_LOG_DIR:-$VENV/.dlbridge-logs}"
 
 say() { printf 'bootstrap: %s\n' "$*"; }
@@ -38,16 +40,20 @@ run_logged() {
     fi
 }
 
+# "3.N" of an interpreter
+minor_version() { "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null; }
+
 venv_ok() {
     [ -x "$VENV/bin/python" ] &&
-        "$VENV/bin/python" -c 'import sys, pip; assert sys.version_info >= (3, 11)' >/dev/null 2>&1
+        "$VENV/bin/python" -c 'import sys, pip; assert sys.version_info >= (3, 11)' >/dev/null 2>&1 &&
+        [ "$(minor_version "$VENV/bin/python")" = "$(minor_version "$PYTHON")" ]
 }
 
 # 1. the venv
 if ! venv_ok; then
     if [ -e "$VENV" ]; then
         if [ -f "$VENV/pyvenv.cfg" ]; then
-            say "venv at $VENV is broken; recreating it"
+            say "venv at $VENV is broken or not Python $(minor_version "$PYTHON"); recreating it"
             rm -rf "$VENV"
         else
             say "$VENV exists and is not a venv; move it away or set DLBRIDGE_VENV" >&2
@@ -71,10 +77,32 @@ run_logged pip-upgrade "$PY" -m pip install --upgrade pip
 # machine would get (pip's cache keeps the downloads, not the versions).
 run_logged pip-install "$PY" -m pip install --upgrade -r requirements-test.txt
 
-# 3. build and install dlbridge itself
-say "profile-guided maturin develop --release${CARGO_TARGET_DIR:+ (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)}"
-# shellcheck disable=SC2086  # DLBRIDGE_MATURIN_ARGS is a word list on purpose
-run_logged maturin env PYO3_PYTHON="$PY" DLBRIDGE_VENV="$VENV" \
-    bash scripts/pgo.sh develop ${DLBRIDGE_MATURIN_ARGS:-}
-say "$(grep -m1 '^pgo: plain' "$LOG_DIR/maturin.log" || echo 'pgo: built with the training profile')"
+# 3. build and install dlbridge itself, unless the venv already holds the build of exactly
+# these sources (the README's two commands back to back build once): the stamp is a hash of
+# the Rust sources and manifests as they are on disk, the toolchain and the build's options.
+# The Python sources need no build: the install is editable.
+build_stamp() {
+    {
+        git ls-files -co --exclude-standard -- crates Cargo.toml Cargo.lock pyproject.toml |
+            LC_ALL=C sort | xargs -d '\n' sha256sum 2>/dev/null
+        rustc --version
+        printf '%s\n' "$REPO" "$PY" "${DLBRIDGE_PGO:-1}" "${DLBRIDGE_MATURIN_ARGS:-}" \
+            "${CARGO_TARGET_DIR:-}"
+    } | sha256sum | cut -d' ' -f1
+}
+STAMP_FILE="$VENV/.dlbridge-build-stamp"
+stamp="$(build_stamp)"
+if [ -f "$STAMP_FILE" ] && [ "$(cat "$STAMP_FILE")" = "$stamp" ] &&
+    "$PY" -c 'import dlbridge._native, sys; assert dlbridge._native.__file__.startswith(sys.argv[1])' \
+        "$REPO/python/" >/dev/null 2>&1; then
+    say "dlbridge is built from these sources already (delete $STAMP_FILE to rebuild)"
+else
+    rm -f "$STAMP_FILE"
+    say "profile-guided maturin develop --release${CARGO_TARGET_DIR:+ (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)}"
+    # shellcheck disable=SC2086  # DLBRIDGE_MATURIN_ARGS is a word list on purpose
+    run_logged maturin env PYO3_PYTHON="$PY" DLBRIDGE_VENV="$VENV" \
+        bash scripts/pgo.sh develop ${DLBRIDGE_MATURIN_ARGS:-}
+    say "$(grep -m1 '^pgo: plain' "$LOG_DIR/maturin.log" || echo 'pgo: built with the training profile')"
+    printf '%s\n' "$stamp" >"$STAMP_FILE"
+fi
 say "ok: $("$PY" -c 'import dlbridge, sys; print("dlbridge", getattr(dlbridge, "__version__", "?"), "from", dlbridge.__file__, "on Python", sys.version.split()[0])' 2>&1 | tail -n 1)"

@@ -6,7 +6,9 @@ built by ``scripts/build_dist.sh``; ``scripts/aarch64_smoke.sh`` runs the aarch6
 emulation), checks the wheel's tags
 (abi3 for CPython 3.11+, manylinux2014 / manylinux_2_17), installs it into a fresh virtual
 environment that has nothing else (no NumPy) and uses it there: the buffer-protocol round
-trip, then, with NumPy alone added, ``python -m dlbridge check`` on what is installed.
+trip, then, with NumPy alone added, ``python -m dlbridge check`` on what is installed. The
+same wheel goes into a venv of the oldest CPython dlbridge supports (3.11, the floor), with
+the newest NumPy, torch and PyArrow that serve it, where a smoke subset of the suite runs.
 
 Slow (a release build, two pip installs, NumPy from the package index) and so run only when
 ``DLBRIDGE_TEST_DIST=1`` is set, as CI does.
@@ -136,6 +138,56 @@ def test_wheel_works_alone_in_a_fresh_venv(fresh_venv):
     version, where = used.stdout.split()
     assert version == metadata.version("dlbridge")
     assert str(fresh_venv.parent.parent) in where  # the installed wheel, not this checkout
+
+
+#: the floor venv's peers (their newest releases for the floor's Python) and test tools
+FLOOR_PACKAGES = ["numpy", "torch", "pyarrow", "nanoarrow", "ml_dtypes", "hypothesis", "pytest",
+                  "pytest-timeout"]
+#: the smoke subset: the core, NumPy, torch, PyArrow and pickling
+FLOOR_TESTS = ["tests/test_tensor.py", "tests/test_import.py", "tests/test_export.py",
+               "tests/test_buffer.py", "tests/test_readonly.py", "tests/test_pickle.py",
+               "tests/test_numpy_path.py", "tests/interop/test_numpy.py",
+               "tests/interop/test_torch.py", "tests/interop/test_pyarrow.py"]
+
+
+@pytest.fixture(scope="module")
+def floor_venv() -> Path:
+    """The floor venv's python: $DLBRIDGE_FLOOR_VENV (default <repo>/.venv-floor), made with
+    the floor CPython when missing or of another version, its peers upgraded on every run."""
+    floor_python = os.environ.get("DLBRIDGE_FLOOR_PYTHON") or run(
+        "bash", REPO / "scripts" / "pick_python.sh", "floor").stdout.strip()
+    assert floor_python, "no CPython 3.11 here: set DLBRIDGE_FLOOR_PYTHON"
+    root = Path(os.environ.get("DLBRIDGE_FLOOR_VENV", REPO / ".venv-floor"))
+    py = root / "bin" / "python"
+    version = "import sys; print(sys.version_info[:2])"
+    if not py.exists() or run(py, "-c", version).stdout != run(floor_python, "-c", version).stdout:
+        made = run(floor_python, "-m", "venv", "--clear", root)
+        assert made.returncode == 0, made.stderr
+    installed = run(py, "-m", "pip", "install", "--upgrade", "--disable-pip-version-check",
+                    *FLOOR_PACKAGES, timeout=900)
+    assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr
+    return py
+
+
+def test_floor_python_runs_the_smoke_subset(floor_venv, dist):
+    floor = run(floor_venv, "-c", "import sys; assert sys.version_info[:2] == (3, 11)")
+    assert floor.returncode == 0, floor.stderr
+    installed = run(floor_venv, "-m", "pip", "install", "--force-reinstall", "--no-deps",
+                    "--no-index", "--disable-pip-version-check", dist["wheel"])
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    smoke = run(floor_venv, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=300",
+                *FLOOR_TESTS, cwd=REPO, timeout=900)
+    tail = smoke.stdout[-4000:] + smoke.stderr[-2000:]
+    assert smoke.returncode == 0, tail
+    # the installed wheel was tested, with the peers it should have met, and nothing was skipped
+    # for want of one of them
+    where = run(floor_venv, "-c", "import dlbridge; print(dlbridge.__file__)", cwd=REPO).stdout
+    assert str(floor_venv.parent.parent) in where, where
+    summary = smoke.stdout.strip().splitlines()[-1]
+    print(f"floor ({run(floor_venv, '-V').stdout.strip()}): {summary}")
+    assert " passed" in summary, tail
+    for peer in ("numpy", "torch", "pyarrow", "nanoarrow", "ml_dtypes", "hypothesis"):
+        assert f"could not import '{peer}'" not in smoke.stdout, tail
 
 
 def test_checker_with_numpy_alone(fresh_venv, tmp_path):

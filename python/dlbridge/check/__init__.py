@@ -19,6 +19,7 @@ import argparse
 import os
 import platform
 import sys
+import sysconfig
 import time
 
 from . import report
@@ -144,6 +145,7 @@ def run_check(
     meta = {
         "dlbridge_version": dlbridge.__version__,
         "python": platform.python_version(),
+        "interpreter": interpreter(),
         "platform": f"{platform.system()} {platform.machine()}",
         "libraries": {d.name: d.version for d in installed},
         "libraries_detail": [d.__dict__ for d in found],
@@ -168,6 +170,16 @@ def run_check(
         results, meta["libraries"], duration, producers, consumers, {c.id for c in chosen}
     )
     return report.document(meta, results, summary), producers, consumers
+
+
+def interpreter() -> str:
+    """The interpreter every library of this run was checked under: implementation, version,
+    and for a free-threaded build whether the GIL is off."""
+    name = f"{platform.python_implementation()} {platform.python_version()}"
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        gil_on = getattr(sys, "_is_gil_enabled", lambda: True)()
+        return f"{name} free-threaded (GIL {'on' if gil_on else 'off'})"
+    return name
 
 
 def main(argv: list[str] | None = None) -> int:

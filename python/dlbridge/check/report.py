@@ -186,9 +186,30 @@ def _reason(detail: str) -> str:
     return re.sub(r"0x[0-9a-f]+|\b\d{3,}\b", "#", head)[:240]
 
 
+#: The only refusals dlbridge may make where the direct exchange passes: each names the rule
+#: that the direct result breaks, and is recognised by its reason. dlbridge is never stricter
+#: than a direct exchange otherwise, so any other such refusal is dlbridge's own failure.
+LISTED_REFUSALS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"DLPack 1\.1|float8|float6|float4"),
+        "float8, float6 and float4 codes exist from DLPack 1.1 on: an older capsule cannot "
+        "carry them, and a consumer that takes one anyway reads another dtype (C26)",
+    ),
+)
+
+
+def listed_rule(reason: str) -> str | None:
+    """The rule a refusal with this reason stands on, or None for an unlisted refusal."""
+    for pattern, rule in LISTED_REFUSALS:
+        if pattern.search(reason):
+            return rule
+    return None
+
+
 def dlbridge_refusals(results: list[dict]) -> list[dict]:
-    """Documented refusals: the dlbridge route says "unsupported" where the direct exchange
-    passes."""
+    """Refusals where the direct exchange passes: the dlbridge route says "unsupported" where
+    the direct one passes, grouped by reason, each with the rule it stands on (None: unlisted,
+    a failure of dlbridge's)."""
     twins = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in results}
     groups: dict[str, list[dict]] = defaultdict(list)
     for r in results:
@@ -200,13 +221,14 @@ def dlbridge_refusals(results: list[dict]) -> list[dict]:
     out = [
         {
             "reason": reason,
+            "rule": listed_rule(reason),
             "count": len(rs),
             "pairs": sorted({f"{r['producer']}→{r['consumer']}" for r in rs}),
             "cases": sorted({r["case"] for r in rs}),
         }
         for reason, rs in groups.items()
     ]
-    out.sort(key=lambda g: -g["count"])
+    out.sort(key=lambda g: (g["rule"] is not None, -g["count"]))
     return out
 
 
@@ -298,6 +320,8 @@ def summarize(
                     }
                 )
     fails = dlbridge_failures(results)
+    refusals = dlbridge_refusals(results)
+    unlisted = sum(g["count"] for g in refusals if g["rule"] is None)
     return {
         "results": len(results),
         "by_route": by_route,
@@ -305,12 +329,13 @@ def summarize(
         "dlbridge_failures": len(fails),
         "dlbridge_failure_cases": sorted({r["case"] for r in fails}),
         "findings": group_findings(results)[:40],
-        "dlbridge_refusals": dlbridge_refusals(results),
+        "dlbridge_refusals": refusals,
+        "unlisted_refusals": unlisted,
         "dlbridge_rescues": dlbridge_rescues(results),
         "consumer_versions": consumer_versions(results),
         "coverage": coverage(results, selected),
         "duration_seconds": round(duration, 1),
-        "exit_status": 1 if fails else 0,
+        "exit_status": 1 if fails or unlisted else 0,
     }
 
 
@@ -363,7 +388,8 @@ def terminal(
         f"{summary['results']} results in {summary['duration_seconds']:.0f} s"
     )
     lines.append("")
-    lines.append("Libraries:")
+    under = meta.get("interpreter", f"Python {meta['python']}")
+    lines.append(f"Libraries (each checked under {under}):")
     for d in libs:
         if d["installed"]:
             roles = ", ".join(
@@ -466,11 +492,14 @@ def terminal(
         lines.append("")
     refusals = summary.get("dlbridge_refusals") or []
     if refusals:
-        lines.append("Where dlbridge refuses (documented) but the direct exchange works:")
-        for g in refusals[:6]:
+        lines.append("Where dlbridge refuses but the direct exchange works:")
+        for g in refusals[:8]:
+            why = (f"the direct result breaks a rule: {g['rule']}" if g.get("rule")
+                   else "UNLISTED: a failure of dlbridge's, which is never stricter than direct")
             lines.append(
                 _wrap(
-                    f"- {g['count']}x {g['reason']} (e.g. {', '.join(g['pairs'][:4])})", 110, "  "
+                    f"- {g['count']}x {g['reason']} (e.g. {', '.join(g['pairs'][:4])}); {why}",
+                    110, "  ",
                 )
             )
         lines.append("")
@@ -502,8 +531,13 @@ def terminal(
             if len(seen) >= 25:
                 lines.append(f"  ... see the JSON report for all {len(fails)}")
                 break
-    else:
+    elif not summary.get("unlisted_refusals"):
         lines.append("dlbridge itself failed no case -> exit status 0.")
+    if summary.get("unlisted_refusals"):
+        lines.append(
+            f"dlbridge refused {summary['unlisted_refusals']} exchange(s) that work directly "
+            "without a listed rule (above) -> exit status 1."
+        )
     nc = summary["coverage"]["not_covered"]
     if nc:
         lines.append("")
@@ -614,7 +648,8 @@ def html_page(
         f"<title>dlbridge check: {len(producers)}×{len(consumers)} "
         f"libraries</title><style>{_CSS}</style></head><body>",
         f"<h1>dlbridge {_e(meta['dlbridge_version'])} conformance check</h1>",
-        f"<div class=meta>Python {_e(meta['python'])} · {_e(meta.get('platform', ''))} · "
+        f"<div class=meta>{_e(meta.get('interpreter', 'Python ' + meta['python']))} · "
+        f"{_e(meta.get('platform', ''))} · "
         f"{summary['results']} results · "
         f"{summary['duration_seconds']:.0f} s · exit status {summary['exit_status']}</div>",
         "<p class=legend>Each cell: <b>left half</b> = direct "
@@ -687,12 +722,15 @@ def html_page(
     refusals = summary.get("dlbridge_refusals") or []
     if refusals:
         parts.append(
-            "<h2>Where dlbridge refuses (documented) but the direct exchange "
-            "works</h2><table><tr><th>results</th><th>reason</th><th>pairs</th></tr>"
+            "<h2>Where dlbridge refuses but the direct exchange works</h2><table><tr>"
+            "<th>results</th><th>reason</th><th>the rule the direct result breaks</th>"
+            "<th>pairs</th></tr>"
         )
         for g in refusals:
+            rule = g.get("rule") or "none listed: a failure of dlbridge's"
             parts.append(
-                f"<tr><td>{g['count']}</td><td>{catalog.link_refs(_e(g['reason']))}</td><td "
+                f"<tr><td>{g['count']}</td><td>{catalog.link_refs(_e(g['reason']))}</td>"
+                f"<td>{catalog.link_refs(_e(rule))}</td><td "
                 f"class=small>{_e(', '.join(g['pairs']))}</td></tr>"
             )
         parts.append("</table>")
