@@ -109,16 +109,22 @@ def test_our_cpu_tensor_into_dpnp(sycl):
 
 def test_oneapi_moves_are_made_by_the_library_that_owns_the_device(sycl):
     t = dlbridge.from_dlpack(np.arange(3.0))
-    # dlbridge cannot allocate oneAPI memory itself, so as a producer it refuses ...
-    with pytest.raises(BufferError, match="oneapi"):
-        t.__dlpack__(max_version=(1, 3), dl_device=(14, 0))
-    # ... but to_device and from_dlpack(device=...) ask dpnp, which can, both ways
-    for there in (t.to_device(dpnp.arange(1.0).device), dlbridge.from_dlpack(t, device="oneapi:0")):
+    # dlbridge cannot allocate oneAPI memory itself: __dlpack__(dl_device=...), to_device and
+    # from_dlpack(device=...) ask dpnp, which can, both ways
+    exported = dlbridge.from_dlpack(t.__dlpack__(max_version=(1, 3), dl_device=(14, 0)))
+    for there in (t.to_device(dpnp.arange(1.0).device), dlbridge.from_dlpack(t, device="oneapi:0"),
+                  exported):
         assert there.device == "oneapi:0"
         back = there.to_device("cpu")
         assert back.device == "cpu" and back.tolist() == [0.0, 1.0, 2.0]
     with pytest.raises(BufferError, match="copy=False"):
         dlbridge.from_dlpack(t, device="oneapi:0", copy=False)
+    with pytest.raises(BufferError, match="copy=False"):
+        t.__dlpack__(max_version=(1, 3), dl_device=(14, 0), copy=False)
+    # and the other way: oneAPI memory asked for on the host through __dlpack__
+    x = dlbridge.from_dlpack(dpnp.arange(3.0))
+    home = dlbridge.from_dlpack(x.__dlpack__(max_version=(1, 3), dl_device=(1, 0)))
+    assert home.device == "cpu" and home.tolist() == [0.0, 1.0, 2.0]
 
 
 def test_readonly_source_copied_on_oneapi_is_writable(sycl):

@@ -205,28 +205,49 @@ def test_readonly_versioned_has_flag():  # C12
         assert info["flags"] & FLAG_READ_ONLY
 
 
+class _Capsule:
+    """An object whose ``__dlpack__`` returns a capsule made beforehand (for NumPy's import)."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kw):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+@pytest.mark.parametrize("copy", [None, True])
 @pytest.mark.parametrize("max_version", [None, (0, 8)])
-def test_readonly_legacy_is_buffer_error(max_version):  # C13
-    t = dlbridge.from_dlpack(_ro(make("float32", (3,))))
-    with pytest.raises(BufferError) as ei:
-        t.__dlpack__() if max_version is None else t.__dlpack__(max_version=max_version)
-    msg = str(ei.value)
-    assert "read-only" in msg or "readonly" in msg
-    assert "max_version" in msg or "copy" in msg  # says the way out
-
-
-def test_readonly_legacy_with_copy_true_exports_a_copy():  # C13
-    a = _ro(make("float32", (3,)))
+def test_readonly_legacy_request_gets_a_writable_copy(max_version, copy):  # C13
+    a = _ro(make("float32", (2, 3)))
     t = dlbridge.from_dlpack(a)
-    info = inspect_capsule(t.__dlpack__(copy=True))
-    assert info["name"] == "dltensor"
-    assert info["data_ptr"] != a.ctypes.data
+    kwargs = {} if max_version is None else {"max_version": max_version}
+    cap = t.__dlpack__(copy=copy, **kwargs)
+    info = inspect_capsule(cap)
+    assert info["name"] == "dltensor"  # what a legacy consumer asked for
+    assert info["data_ptr"] != a.ctypes.data  # a copy: the source stays unwritable
+    assert np.array_equal(np.from_dlpack(_Capsule(cap)), a)
+    assert not a.flags.writeable  # the source stays as it was
 
 
-def test_readonly_legacy_copy_false_is_buffer_error():  # C13
+def test_readonly_versioned_request_stays_zero_copy():  # C13
+    a = _ro(make("float32", (3,)))
+    info = inspect_capsule(dlbridge.from_dlpack(a).__dlpack__(max_version=(1, 0)))
+    assert info["data_ptr"] == a.ctypes.data and info["flags"] & FLAG_READ_ONLY
+
+
+@pytest.mark.parametrize("max_version", [None, (0, 8)])
+def test_readonly_legacy_copy_false_is_buffer_error_naming_max_version(max_version):  # C13
     t = dlbridge.from_dlpack(_ro(make("float32", (3,))))
-    with pytest.raises(BufferError):
-        t.__dlpack__(copy=False)
+    kwargs = {} if max_version is None else {"max_version": max_version}
+    with pytest.raises(BufferError, match=r"read-only.*max_version=\(1, 0\)") as ei:
+        t.__dlpack__(copy=False, **kwargs)
+    # the way out it names: a versioned request, zero-copy and flagged
+    info = inspect_capsule(t.__dlpack__(copy=False, max_version=(1, 0)))
+    assert info["versioned"] and info["flags"] & FLAG_READ_ONLY
+    assert "copy=True" in str(ei.value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -301,11 +322,16 @@ def test_copied_tensor_exports_is_copied_flag():
 # --------------------------------------------------------------------------------------------
 # stream=, dl_device=
 # --------------------------------------------------------------------------------------------
-def test_stream_none_and_minus_one_ok():
-    t = dlbridge.from_dlpack(make("float32", (2,)))
-    t.__dlpack__(stream=None)
-    t.__dlpack__(stream=-1)
-    t.__dlpack__(stream=-1, max_version=(1, 3))
+@pytest.mark.parametrize(("kwargs", "versioned"), [
+    ({"stream": None}, False), ({"stream": -1}, False),
+    ({"stream": -1, "max_version": (1, 3)}, True), ({"stream": None, "max_version": (1, 3)}, True),
+])
+def test_stream_none_and_minus_one_export_zero_copy(kwargs, versioned):
+    a = make("float32", (2,))
+    t = dlbridge.from_dlpack(a)
+    info = inspect_capsule(t.__dlpack__(**kwargs))
+    assert info["versioned"] is versioned
+    assert info["data_ptr"] == a.ctypes.data and info["device"] == (1, 0)
 
 
 @pytest.mark.parametrize("stream", [0, 1, 2, 12345])
@@ -325,7 +351,7 @@ def test_dl_device_own_device_is_noop(dl_device):
     assert info["data_ptr"] == a.ctypes.data
 
 
-@pytest.mark.parametrize("dl_device", [(2, 0), (14, 0), (1, 1)])
+@pytest.mark.parametrize("dl_device", [(2, 0), (1, 1)])  # oneAPI: tests/test_devices.py
 def test_dl_device_foreign_is_buffer_error(dl_device, request):
     if dl_device == (2, 0):  # with a GPU dlbridge makes the transfer (tested in test_cuda.py)
         request.getfixturevalue("no_cuda_gpu")
@@ -477,7 +503,7 @@ def test_capsule_from_tensor_imports_back(collect):
         cap = t.__dlpack__(max_version=mv) if mv else t.__dlpack__()
         u = dlbridge.from_dlpack(cap)
         assert u.shape == t.shape and u.strides == t.strides and u.data_ptr == t.data_ptr
-        assert u.readonly == (mv is None)  # legacy capsule -> read-only (DECISIONS)
+        assert u.readonly == (mv is None)  # a bare legacy capsule -> read-only
         assert_values_equal(np.from_dlpack(u), a)
 
 

@@ -56,7 +56,7 @@ SOURCES = {
     "readonly_memoryview": lambda tmp: _ro_memoryview(),
     "numpy_broadcast": lambda tmp: _ro_broadcast(),
     "versioned_READ_ONLY_capsule": lambda tmp: _FakeFactory(flags=FLAG_READ_ONLY)(),  # C14
-    "legacy_capsule": lambda tmp: _FakeFactory(versioned=False)(),  # DECISIONS
+    "legacy_capsule": lambda tmp: _FakeFactory(versioned=False)(),  # a bare legacy capsule
 }
 
 
@@ -94,12 +94,13 @@ def test_versioned_export_has_read_only_flag(ro_source):  # C12
         assert info["flags"] & FLAG_READ_ONLY
 
 
-def test_legacy_export_refused(ro_source):  # C13
+def test_legacy_export_is_a_writable_copy(ro_source):  # C13
     _, src, _ = ro_source
     t = dlbridge.from_dlpack(src)
-    with pytest.raises(BufferError):
-        t.__dlpack__()
-    with pytest.raises(BufferError):
+    for capsule in (t.__dlpack__(), t.__dlpack__(max_version=(0, 8))):
+        info = inspect_capsule(capsule)
+        assert info["name"] == "dltensor" and info["data_ptr"] != t.data_ptr
+    with pytest.raises(BufferError, match=r"max_version=\(1, 0\)"):
         t.__dlpack__(max_version=(0, 8), copy=False)
 
 

@@ -241,7 +241,10 @@ def test_threads_import_export_convert_and_pickle_same_and_distinct_arrays():
                 if readonly:
                     # A read-only producer never yields a writable view, whatever the path.
                     with pytest.raises(BufferError):
-                        t.__dlpack__()  # a legacy capsule cannot carry the flag
+                        t.__dlpack__(copy=False)  # a legacy capsule cannot carry the flag
+                    legacy = dlbridge.from_dlpack(t.__dlpack__())  # so it gets a copy
+                    assert legacy.data_ptr != src.ctypes.data
+                    del legacy
                     with pytest.raises((BufferError, ValueError)):
                         dlbridge.copyto(t, src)
                 del t, back, again, converted, copied, loaded

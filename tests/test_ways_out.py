@@ -134,14 +134,14 @@ def _readonly() -> dlbridge.Tensor:
 
 def readonly_legacy_max_version() -> WayOut:
     t = _readonly()
-    return WayOut(lambda: t.__dlpack__(), BufferError, "max_version=(1, 0)",
+    return WayOut(lambda: t.__dlpack__(copy=False), BufferError, "max_version=(1, 0)",
                   lambda: dlbridge.from_dlpack(t.__dlpack__(max_version=(1, 0))),
                   [0.0, 1.0, 2.0])
 
 
 def readonly_legacy_copy() -> WayOut:
     t = _readonly()
-    return WayOut(lambda: t.__dlpack__(), BufferError, "copy=True",
+    return WayOut(lambda: t.__dlpack__(copy=False), BufferError, "copy=True",
                   lambda: dlbridge.from_dlpack(t.__dlpack__(copy=True)), [0.0, 1.0, 2.0])
 
 

@@ -7,6 +7,10 @@ __version__: str
 #: Highest DLPack version dlbridge speaks (producer and consumer).
 DLPACK_VERSION: tuple[int, int]
 
+#: Top-level packages whose arrays' legacy capsules import writable: mutable arrays that
+#: export their own memory (any other legacy capsule imports read-only).
+_LEGACY_CAPSULES_WRITABLE: list[str]
+
 class DType:
     """An element type: DLPack code, bits per lane and lanes.
 

@@ -1,12 +1,12 @@
 """Interop with JAX (CPU), both directions.
 
-Peer facts (jax 0.10.2, checked on this machine):
-- ``jnp.from_dlpack(x)`` calls ``x.__dlpack__(stream=None)`` only: it always asks for a
-  *legacy* capsule. So a read-only dlbridge Tensor cannot go to JAX (dlbridge must refuse the
-  legacy export, C13) and float8 cannot either (legacy predates DLPack 1.1, C26).
-- ``jax.Array.__dlpack__`` returns a legacy ``"dltensor"`` capsule even when given
-  ``max_version=(1, 3)``; dlbridge therefore imports JAX arrays read-only (DECISIONS), which is
-  right: JAX buffers are immutable.
+Peer facts (jax 0.12.0.1 on CPython 3.13, and 0.10.2 on 3.11, checked on this machine):
+- JAX 0.12's ``jnp.from_dlpack(x)`` calls ``x.__dlpack__(stream=None, max_version=(1, 3))``
+  and its ``__dlpack__`` answers a versioned request with a versioned capsule flagged
+  READ_ONLY; float8 travels. JAX 0.10 asked for (and sent) legacy capsules only, so a
+  read-only dlbridge Tensor reached it as a copy and float8 not at all (C13, C26).
+- Either way dlbridge imports JAX arrays read-only (the flag, or a legacy capsule of JAX's
+  immutable memory), which is right: JAX buffers are immutable.
 - JAX only imports compact layouts (row-major up to a permutation): step slices, negative
   strides and 2-d offsets are refused ("UNIMPLEMENTED"); misaligned data is copied.
 - Without ``jax_enable_x64`` JAX silently narrows 64-bit types; this module enables it.
@@ -66,7 +66,7 @@ def test_jax_to_dlbridge(dtype, shape_name):  # C4 C5 C8 C9 C10 C24 C25
     t = dlbridge.from_dlpack(ja)
     assert t.shape == shape
     assert t.dtype == dtype
-    assert t.readonly is True  # legacy capsule from an immutable producer
+    assert t.readonly is True  # flagged (versioned capsule) or legacy from an immutable producer
     if ref.size:
         assert t.data_ptr == ja.unsafe_buffer_pointer()  # zero-copy
         for n, s, c in zip(shape, t.strides, c_strides(shape)):
@@ -81,9 +81,34 @@ def test_jax_to_dlbridge(dtype, shape_name):  # C4 C5 C8 C9 C10 C24 C25
         assert_values_equal(n, ref)
 
 
-def test_jax_capsule_is_legacy():
-    cap = jnp.arange(3.0).__dlpack__(max_version=(1, 3))
-    assert inspect_capsule(cap)["name"] == "dltensor"
+def jax_exports_versioned() -> bool:
+    """JAX 0.12 answers a versioned request with a versioned capsule; older JAX with legacy."""
+    return inspect_capsule(jnp.arange(1.0).__dlpack__(max_version=(1, 3)))["versioned"]
+
+
+def jax_asks_for() -> tuple[int, int] | None:
+    """The ``max_version`` JAX's ``from_dlpack`` passes to a producer (None: none)."""
+    asked = []
+    t = dlbridge.from_dlpack(np.arange(2.0, dtype=np.float32))
+
+    class Spy:
+        def __dlpack__(self, **kw):
+            asked.append(kw.get("max_version"))
+            return t.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return (1, 0)
+
+    jnp.from_dlpack(Spy())
+    return asked[-1]
+
+
+def test_jax_capsule_says_read_only_when_versioned():  # C12
+    info = inspect_capsule(jnp.arange(3.0).__dlpack__(max_version=(1, 3)))
+    if jax_exports_versioned():
+        assert info["name"] == "dltensor_versioned" and info["flags"] & FLAG_READ_ONLY
+    else:
+        assert info["name"] == "dltensor"
 
 
 def test_jax_bool():  # C24
@@ -99,18 +124,18 @@ def test_jax_readonly_exports():  # C12 C13 C14
     assert memoryview(t).readonly
     assert not np.asarray(t).flags.writeable
     assert inspect_capsule(t.__dlpack__(max_version=(1, 0)))["flags"] & FLAG_READ_ONLY
-    with pytest.raises(BufferError):
-        t.__dlpack__()  # C13
+    legacy = inspect_capsule(t.__dlpack__())  # C13: a legacy request gets a writable copy
+    assert legacy["name"] == "dltensor" and legacy["data_ptr"] != t.data_ptr
+    with pytest.raises(BufferError, match=r"max_version=\(1, 0\)"):
+        t.__dlpack__(copy=False)
 
 
-def test_jax_to_dlbridge_to_jax_is_refused_or_copied():  # C13
+def test_jax_to_dlbridge_to_jax():  # C13
     ja = jnp.arange(6.0)
     t = dlbridge.from_dlpack(ja)
-    # JAX asks for a legacy capsule, which cannot carry read-only: dlbridge must refuse
-    with pytest.raises(BufferError):
-        jnp.from_dlpack(t)
-    # the documented way out: a writable copy
-    r = jnp.from_dlpack(t.copy())
+    # JAX 0.12 takes the versioned capsule, READ_ONLY flagged; an older JAX asks for a legacy
+    # capsule and gets a copy (which cannot be a writable alias of JAX's immutable buffer)
+    r = jnp.from_dlpack(t)
     np.testing.assert_array_equal(np.asarray(r), np.asarray(ja))
 
 
@@ -177,12 +202,14 @@ def test_dlbridge_to_jax_zero_copy_when_aligned():
     assert_values_equal(np.asarray(r), a)
 
 
-def test_dlbridge_readonly_to_jax_is_buffer_error():  # C13
+def test_dlbridge_readonly_to_jax():  # C13
     a = make("float32", (3,))
     a.flags.writeable = False
-    t = dlbridge.from_dlpack(a)
-    with pytest.raises(BufferError):
-        jnp.from_dlpack(t)
+    # JAX takes a versioned capsule (flagged READ_ONLY) where it asks for one, and a writable
+    # copy where it asks for a legacy capsule; either way the values arrive and `a` stays as is
+    r = jnp.from_dlpack(dlbridge.from_dlpack(a))
+    assert_values_equal(np.asarray(r), a)
+    assert not a.flags.writeable
 
 
 def test_dlbridge_negative_strides_to_jax():  # C1
@@ -216,8 +243,13 @@ def test_torch_bfloat16_to_jax():  # C25
     np.testing.assert_array_equal(np.asarray(r.astype(jnp.float32)), tt.float().numpy())
 
 
-def test_float8_to_jax_refused():  # C26
+def test_float8_to_jax():  # C26
     torch = pytest.importorskip("torch")
     t = dlbridge.from_dlpack(torch.tensor([1.0, 2.0]).to(torch.float8_e4m3fn))
+    asked = jax_asks_for()
+    if asked is not None and asked >= (1, 1):  # JAX 0.12: float8 travels in DLPack 1.1
+        r = jnp.from_dlpack(t)
+        assert str(r.dtype) == "float8_e4m3fn" and r.astype(jnp.float32).tolist() == [1.0, 2.0]
+        return
     with pytest.raises(BufferError):
-        jnp.from_dlpack(t)  # JAX asks for legacy, which predates float8 (DLPack 1.1)
+        jnp.from_dlpack(t)  # an older JAX asks for legacy, which predates float8

@@ -74,8 +74,11 @@ def test_pyarrow_array_capsule_read_only_flag():  # C12
     info = inspect_capsule(pa.array([1, 2, 3]).__dlpack__(max_version=(1, 0)))
     assert info["flags"] & FLAG_READ_ONLY
     t = dlbridge.from_dlpack(pa.array([1, 2, 3]))
-    with pytest.raises(BufferError):
-        t.__dlpack__()  # C13: read-only never through legacy
+    assert t.readonly
+    # C13: read-only never through legacy zero-copy: a legacy request gets a writable copy
+    assert inspect_capsule(t.__dlpack__())["data_ptr"] != t.data_ptr
+    with pytest.raises(BufferError, match="max_version"):
+        t.__dlpack__(copy=False)
 
 
 def test_pyarrow_bool_bitpacked_is_copied_or_refused():  # C24

@@ -87,9 +87,11 @@ def test_read_only_source_into_tensorflow_is_copied():  # C13 C15
     assert_values_equal(y.numpy(), a)
     with pytest.raises(BufferError, match="read-only"):
         dlbridge.convert(a, "tensorflow", copy=False)
-    # the legacy capsule TensorFlow would need cannot carry the flag: refused, not aliased
-    with pytest.raises(BufferError):
-        dlbridge.from_dlpack(a).__dlpack__()
+    # the legacy capsule TensorFlow takes cannot carry the flag: a copy, never an alias
+    t = dlbridge.from_dlpack(a)
+    assert inspect_capsule(t.__dlpack__())["data_ptr"] != a.ctypes.data
+    with pytest.raises(BufferError, match="max_version"):
+        t.__dlpack__(copy=False)
 
 
 def test_tensorflow_into_torch_is_copied():  # C15: torch must not get a writable alias

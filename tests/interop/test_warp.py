@@ -3,11 +3,12 @@
 Peer facts (warp-lang 1.19.0, checked on this machine without a GPU):
 - ``array.__dlpack__(stream=None)`` takes no ``max_version`` / ``dl_device`` / ``copy`` (a
   TypeError; the array API asks producers to accept them) and returns a **legacy** capsule of
-  writable memory, so dlbridge imports warp arrays read-only (its legacy rule) and a consumer
-  that asks for ``copy=True`` or ``device=`` directly gets warp's TypeError.
+  Warp's own, writable memory, so dlbridge imports warp arrays writable (Warp is among the
+  libraries whose legacy capsules say so by what they are) and a consumer that asks for
+  ``copy=True`` or ``device=`` directly gets warp's TypeError.
 - ``wp.from_dlpack(x)`` calls ``x.__dlpack__()`` (legacy) and keeps any strides (negative and
   zero too), but has no ``copy=`` / ``device=``; complex data is a RuntimeError, not a
-  BufferError. A read-only dlbridge Tensor is refused to it (BufferError, C13).
+  BufferError. A read-only dlbridge Tensor reaches it as a writable copy (C13).
 - Every warp export sets ``ctypes.pythonapi.PyCapsule_New.argtypes`` process-wide (to a
   CFUNCTYPE destructor), which breaks other ctypes users of that shared function object.
 - warp has no 0-d arrays (``wp.array`` of a 0-d array has shape (1,)).
@@ -43,11 +44,12 @@ def has_cuda() -> bool:
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_warp_to_dlbridge_is_zero_copy_and_read_only(dtype):
+def test_warp_to_dlbridge_is_zero_copy_and_writable(dtype):
     a = make(dtype, (3, 4))
     x = warp_of(a)
     t = dlbridge.from_dlpack(x)
-    assert (t.dtype.name, tuple(t.shape), t.readonly, t.is_copied) == (dtype, (3, 4), True, False)
+    # a legacy capsule of Warp's own, mutable memory: writable, as wp.from_dlpack takes it
+    assert (t.dtype.name, tuple(t.shape), t.readonly, t.is_copied) == (dtype, (3, 4), False, False)
     assert t.data_ptr == x.ptr
     assert_values_equal(np.from_dlpack(t), a)
 
@@ -81,8 +83,9 @@ def test_warp_keeps_strides_from_dlbridge():
 def test_read_only_data_reaches_warp_as_a_copy():
     a = np.arange(6.0)
     a.flags.writeable = False
-    with pytest.raises(BufferError, match="read-only"):
-        wp.from_dlpack(dlbridge.from_dlpack(a))
+    # wp.from_dlpack asks for a legacy capsule, which cannot say read-only: a writable copy
+    y = wp.from_dlpack(dlbridge.from_dlpack(a))
+    assert y.ptr != a.ctypes.data and y.numpy().tolist() == a.tolist()
     y, plan = dlbridge.convert(a, "warp", report=True)
     assert plan.copies == 1 and y.ptr != a.ctypes.data and y.numpy().tolist() == a.tolist()
     with pytest.raises(BufferError):
@@ -110,8 +113,20 @@ def test_warp_export_clobbers_the_shared_pycapsule_new():
 def test_warp_round_trip_through_convert():
     x = warp_of(np.arange(6.0).reshape(2, 3))
     y = dlbridge.convert(x, "numpy")
-    assert y.ctypes.data == x.ptr and not y.flags.writeable  # legacy import: read-only
+    assert y.ctypes.data == x.ptr and y.flags.writeable  # Warp's legacy capsules: writable
     assert dlbridge.convert(x, "warp") is x
+
+
+def test_warp_to_warp_and_mlx_to_warp_through_dlbridge():
+    """Both work directly (wp.from_dlpack of the array): through dlbridge, too, zero-copy."""
+    x = warp_of(np.arange(6.0, dtype=np.float32))
+    y = wp.from_dlpack(dlbridge.from_dlpack(x))
+    assert y.ptr == x.ptr and y.numpy().tolist() == list(range(6))
+    mx = pytest.importorskip("mlx.core")
+    m = mx.array(np.arange(6.0, dtype=np.float32))
+    z = wp.from_dlpack(dlbridge.from_dlpack(m))
+    assert z.numpy().tolist() == list(range(6))
+    assert z.ptr == dlbridge.from_dlpack(m).data_ptr  # MLX's own memory, not a copy
 
 
 @pytest.mark.skipif(

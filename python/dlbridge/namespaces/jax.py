@@ -1,4 +1,5 @@
-"""JAX: compact, 64-byte aligned layouts only; legacy capsules; 64-bit types need x64."""
+"""JAX: compact, 64-byte aligned layouts only; 64-bit types need x64. JAX 0.12's from_dlpack
+asks for versioned capsules (read-only flag and float8 travel); older JAX asks for legacy ones."""
 
 from __future__ import annotations
 
@@ -14,22 +15,52 @@ class Jax(Namespace):
     pip = "jax[cpu]"
     aliases = ("jax", "jax.numpy", "jnp")
     immutable = True
-    alias_readonly = False
     readonly_why = (
-        "jnp.from_dlpack asks for legacy DLPack capsules only, which cannot carry the read-only "
-        "flag (dlbridge refuses read-only data to them)"
+        "this JAX's jnp.from_dlpack asks for legacy DLPack capsules only, which cannot carry "
+        "the read-only flag (dlbridge answers them with a copy)"
     )
     result = "jax.Array"
     #: JAX aliases only data aligned to this many bytes (it copies otherwise)
     alignment = 64
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._asks_for: tuple[tuple[int, int] | None] | None = None
+
     def load(self):
         if self._mod is None:
             import jax
-            import jax.numpy  # noqa: F401
+            import jax.numpy
 
             self._mod = jax
         return self._mod
+
+    @property
+    def asks_for(self) -> tuple[int, int] | None:
+        """The ``max_version`` jnp.from_dlpack passes to producers (None: legacy only), asked
+        once of a four-byte producer."""
+        if self._asks_for is None:
+            from .._native import from_dlpack
+
+            source = from_dlpack(bytearray(4))
+            asked: list[tuple[int, int] | None] = []
+
+            class Spy:
+                def __dlpack__(self, **kwargs: Any) -> Any:
+                    asked.append(kwargs.get("max_version"))
+                    return source.__dlpack__(**kwargs)
+
+                def __dlpack_device__(self) -> tuple[int, int]:
+                    return (1, 0)
+
+            self.load().numpy.from_dlpack(Spy())
+            self._asks_for = (asked[-1] if asked else None,)
+        return self._asks_for[0]
+
+    @property
+    def alias_readonly(self) -> bool:  # type: ignore[override]
+        """A versioned capsule carries the read-only flag, and JAX's arrays are immutable."""
+        return self.asks_for is not None and self.asks_for >= (1, 0)
 
     def owns(self, x):
         jax = self.loaded()
@@ -97,8 +128,8 @@ class Jax(Namespace):
                 f"{dtype.replace('64', '32').replace('complex128', 'complex64')}; call "
                 "jax.config.update('jax_enable_x64', True) first"
             )
-        if dtype.startswith(FLOAT8):
-            # jnp.from_dlpack asks for legacy capsules, which cannot carry float8 (DLPack 1.1)
+        if dtype.startswith(FLOAT8) and (self.asks_for or (0, 0)) < (1, 1):
+            # this JAX asks for capsules older than DLPack 1.1, which cannot carry float8
             return "host_copy"
         return "dlpack"
 

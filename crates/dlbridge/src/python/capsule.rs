@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 
 use crate::ffi::dlpack::{DLManagedTensor, DLManagedTensorVersioned};
 use crate::managed::ManagedTensor;
-use crate::python::errors;
+use crate::python::{errors, producers};
 use crate::tensor::Tensor;
 
 /// Capsule name of a fresh versioned managed tensor.
@@ -137,12 +137,31 @@ fn flavor(obj: &Bound<'_, PyAny>) -> PyResult<(&'static CStr, &'static CStr, boo
 /// builds; on builds with the GIL, CPython makes it a no-op because the attached thread runs
 /// alone), and nothing between them calls into Python code or detaches the thread, so the
 /// section is never suspended.
+///
+/// A legacy capsule imports read-only: it cannot say whether writes are allowed.
 pub fn consume(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
-    pyo3::sync::critical_section::with_critical_section(obj, || consume_locked(obj))
+    pyo3::sync::critical_section::with_critical_section(obj, || consume_locked(obj, false))
 }
 
-/// [`consume`], inside the critical section on `obj`.
-fn consume_locked(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+/// [`consume`] of the capsule `producer.__dlpack__()` returned: a legacy capsule imports
+/// writable when `producer`'s library hands out its own, mutable memory
+/// ([`producers::legacy_capsule_is_writable`]).
+pub(crate) fn consume_from(
+    obj: &Bound<'_, PyAny>,
+    producer: &Bound<'_, PyAny>,
+) -> PyResult<Tensor> {
+    // Asked before the critical section, which runs no Python code; the name only ever changes
+    // from fresh to used, and a capsule another thread consumed first is refused below anyway.
+    let legacy_writable =
+        matches!(flavor(obj), Ok((_, _, false))) && producers::legacy_capsule_is_writable(producer);
+    pyo3::sync::critical_section::with_critical_section(obj, || {
+        consume_locked(obj, legacy_writable)
+    })
+}
+
+/// [`consume`], inside the critical section on `obj`; a legacy capsule is writable when
+/// `legacy_writable` says so.
+fn consume_locked(obj: &Bound<'_, PyAny>, legacy_writable: bool) -> PyResult<Tensor> {
     let (fresh, used, versioned) = flavor(obj)?;
     // SAFETY: the capsule is named `fresh` (checked above); GetPointer sets an exception and
     // returns NULL for a NULL pointer, which is refused here.
@@ -156,13 +175,16 @@ fn consume_locked(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
     // SAFETY: the pointer of a fresh DLPack capsule of this name is an owned managed tensor of
     // that flavour; we hand ownership back (into_raw) on every failure path below.
     let managed = unsafe { reclaim(raw, versioned) }.expect("checked non-NULL");
-    let described = match managed.describe() {
+    let mut described = match managed.describe() {
         Ok(d) => d,
         Err(e) => {
             managed.into_raw();
             return Err(e.into());
         }
     };
+    if !versioned && legacy_writable {
+        described.readonly = false;
+    }
     // SAFETY: renaming a valid capsule to a static name.
     if unsafe { ffi::PyCapsule_SetName(obj.as_ptr(), used.as_ptr()) } != 0 {
         managed.into_raw();

@@ -502,7 +502,7 @@ fn import_dlpack(
             }
             Err(err) => return Err(err),
         };
-        return capsule::consume(&capsule);
+        return capsule::consume_from(&capsule, obj);
     };
     let method = obj.getattr(intern!(py, "__dlpack__"))?;
     let kwargs = PyDict::new(py);
@@ -518,7 +518,7 @@ fn import_dlpack(
             kwargs.set_item(intern!(py, "copy"), true)?;
             wait_for_sycl_producer(obj)?;
         }
-        return call_dlpack(&method, &kwargs);
+        return call_dlpack(obj, &method, &kwargs);
     };
     // Another device: the producer knows its memory best, so it is asked first (with `copy`
     // passed on, and no stream: a host target needs a complete copy on return).
@@ -526,7 +526,7 @@ fn import_dlpack(
     if let Some(c) = copy {
         kwargs.set_item(intern!(py, "copy"), c)?;
     }
-    match call_dlpack(&method, &kwargs) {
+    match call_dlpack(obj, &method, &kwargs) {
         Ok(tensor) => Ok(tensor),
         // The producer cannot (or, being old, does not know how to): dlbridge makes the
         // transfer itself when it can reach both devices; `apply_policy` copies.
@@ -537,7 +537,7 @@ fn import_dlpack(
         {
             kwargs.del_item(intern!(py, "dl_device"))?;
             let _ = kwargs.del_item(intern!(py, "copy"));
-            call_dlpack(&method, &kwargs)
+            call_dlpack(obj, &method, &kwargs)
         }
         Err(err) => {
             let reason = if copy == Some(false) {
@@ -594,15 +594,19 @@ fn producer_refused(py: Python<'_>, err: &PyErr) -> bool {
         || is_keyword_type_error(py, err)
 }
 
-/// Call `__dlpack__` with `kwargs`; an old producer that rejects the keywords is asked again
-/// without any, and the capsule name says which flavour came back.
-fn call_dlpack(method: &Bound<'_, PyAny>, kwargs: &Bound<'_, PyDict>) -> PyResult<Tensor> {
+/// Call `obj`'s `__dlpack__` (`method`) with `kwargs`; an old producer that rejects the
+/// keywords is asked again without any, and the capsule name says which flavour came back.
+fn call_dlpack(
+    obj: &Bound<'_, PyAny>,
+    method: &Bound<'_, PyAny>,
+    kwargs: &Bound<'_, PyDict>,
+) -> PyResult<Tensor> {
     let capsule = match method.call((), Some(kwargs)) {
         Ok(c) => c,
         Err(err) if is_keyword_type_error(method.py(), &err) => method.call0()?,
         Err(err) => return Err(err),
     };
-    capsule::consume(&capsule)
+    capsule::consume_from(&capsule, obj)
 }
 
 /// Apply `device` / `copy` to an imported tensor: the tensor to use instead (a copy), or

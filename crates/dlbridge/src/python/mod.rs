@@ -25,6 +25,7 @@ pub(crate) mod numpy_api;
 pub(crate) mod paddle;
 pub(crate) mod pandas;
 pub(crate) mod pickle;
+pub(crate) mod producers;
 pub(crate) mod protocols;
 pub(crate) mod shared;
 pub(crate) mod torch;

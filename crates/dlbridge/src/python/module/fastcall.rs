@@ -435,8 +435,8 @@ unsafe fn parse_and_export<'py>(
         unsafe { DLPACK_KEYWORDS.values(py, args.wrapping_add(nargs), kwnames) }?;
     let copy = copy.map(|c| parse_copy(&c)).transpose()?;
     let max_version = max_version.map(|v| cached_max_version(&v)).transpose()?;
-    tensor.get().dlpack(
-        py,
+    PyTensor::dlpack(
+        &tensor,
         stream.as_deref(),
         max_version,
         dl_device.as_deref(),

@@ -63,8 +63,8 @@ fn copyto(dst: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<()> {
 /// Add the classes `Tensor`, `DType` and `Device`, the exception `NoProtocolError`, the
 /// functions `from_dlpack`, `copyto`,
 /// `from_arrow`, `to_numpy` and `to_shared` (with the reconstructors pickles name), and
-/// `DLPACK_VERSION` (the highest DLPack version exported) to
-/// the module `m`.
+/// `DLPACK_VERSION` (the highest DLPack version exported) and `_LEGACY_CAPSULES_WRITABLE` (the
+/// packages whose legacy capsules import writable, for the checker) to the module `m`.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
         "DLPACK_VERSION",
@@ -72,6 +72,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
             crate::ffi::dlpack::DLPACK_MAJOR_VERSION,
             crate::ffi::dlpack::DLPACK_MINOR_VERSION,
         ),
+    )?;
+    m.add(
+        "_LEGACY_CAPSULES_WRITABLE",
+        crate::python::producers::LEGACY_CAPSULES_WRITABLE,
     )?;
     m.add_class::<PyTensor>()?;
     fastcall::install(m)?;

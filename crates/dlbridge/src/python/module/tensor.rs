@@ -278,20 +278,31 @@ fn nest<'py>(
 impl PyTensor {
     /// `__dlpack__` (installed as a raw fastcall method by [`super::fastcall`]): export as a
     /// DLPack capsule. Arguments are already matched; `None` values are `None` here.
+    ///
+    /// Read-only data asked for as a legacy capsule (which cannot carry the flag) leaves as a
+    /// writable copy unless `copy=False` forbids it, the array API's "reuse the buffer if
+    /// possible, copy otherwise". Memory dlbridge cannot move itself (oneAPI...) asked for on
+    /// another device is moved by the library that owns it, as `to_device` moves it.
     pub(crate) fn dlpack<'py>(
-        &self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         stream: Option<&Bound<'py, PyAny>>,
         max_version: Option<(u32, u32)>,
         dl_device: Option<&Bound<'py, PyAny>>,
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let tensor = &slf.get().0;
         let flavor = Flavor::for_max_version(max_version);
-        let own = self.0.device();
-        if own.kind == DeviceType::CPU && stream.is_none() && dl_device.is_none() && copy.is_none()
+        let own = tensor.device();
+        let copy_for_legacy = flavor == Flavor::Legacy && tensor.readonly() && copy != Some(false);
+        if own.kind == DeviceType::CPU
+            && stream.is_none()
+            && dl_device.is_none()
+            && copy.is_none()
+            && !copy_for_legacy
         {
             // The common exchange: host data, no stream to order, no device or copy asked.
-            return capsule::export(py, self.0.export(flavor)?);
+            return capsule::export(py, tensor.export(flavor)?);
         }
         let target = match dl_device.filter(|d| !d.is_none()) {
             None => own,
@@ -314,12 +325,26 @@ impl PyTensor {
             )));
         }
         let managed = if target != own {
-            cuda::to_device(&self.0, target, request)?.export_owned(flavor)?
-        } else if copy == Some(true) {
-            copied_where_it_is(&self.0, Order::C, request)?.export_owned(flavor)?
+            match cuda::to_device(tensor, target, request) {
+                Ok(moved) => moved.export_owned(flavor)?,
+                Err(err @ crate::Error::UnsupportedDevice { .. }) => {
+                    let kwargs = PyDict::new(py);
+                    kwargs.set_item(intern!(py, "device"), PyDevice(target))?;
+                    made_by_library(slf, &kwargs, err.into())?
+                        .get()
+                        .0
+                        .export(flavor)?
+                }
+                Err(err) => return Err(err.into()),
+            }
+        } else if (copy == Some(true) || copy_for_legacy) && dlbridge_copies(own) {
+            copied_where_it_is(tensor, Order::C, request)?.export_owned(flavor)?
+        } else if copy == Some(true) || copy_for_legacy {
+            // Memory dlbridge cannot copy itself (oneAPI...): the owning library's copy.
+            copy_of(slf, Order::C)?.get().0.export(flavor)?
         } else {
-            cuda::order_for_consumer(&self.0, request)?;
-            self.0.export(flavor)?
+            cuda::order_for_consumer(tensor, request)?;
+            tensor.export(flavor)?
         };
         capsule::export(py, managed)
     }
