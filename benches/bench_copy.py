@@ -12,7 +12,7 @@ The groups at 64 MiB float32 are followed by sweeps: copies into an existing arr
 Each group times dlbridge and its peers on the same input in the same process, one call per
 sample, samples interleaved (the order rotates every sample), and reports min and median ms
 per call and, for each peer, the speed ratio peer median / dlbridge median (above 1.0 means
-dlbridge is faster). Like is compared with like (DECISIONS.md, Benchmarks): allocating copies
+dlbridge is faster). Like is compared with like: allocating copies
 against allocating peers, copies into an existing array against `np.copyto` / `Tensor.copy_`.
 A missing library skips its rows; a statement that raises is reported as ``error: <Type>``.
 """
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import (  # noqa: E402 - benches/ is put on sys.path just above
+from harness import (
     command_line,
     cpu_model,
     error_name,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import (  # noqa: E402 - benches/ is put on sys.path just above
+from harness import (
     Timing,
     command_line,
     cpu_model,

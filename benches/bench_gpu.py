@@ -32,7 +32,7 @@ from typing import Any
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import (  # noqa: E402 - benches/ is put on sys.path just above
+from harness import (
     command_line,
     cpu_model,
     error_name,

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import (  # noqa: E402 - benches/ is put on sys.path just above
+from harness import (
     command_line,
     cpu_model,
     error_name,
@@ -294,7 +294,7 @@ def send_groups(nbytes: int, mods: dict[str, Any], worker: Worker) -> list[Group
     if torch is None:
         theirs = Side("torch share_memory_()", skipped="torch not installed")
     else:
-        import torch.multiprocessing  # noqa: F401 - registers torch's shared-memory reductions
+        import torch.multiprocessing  # registers torch's shared-memory reductions
 
         def make_torch() -> Any:
             shared = torch.empty(source.size, dtype=torch.uint64).share_memory_()

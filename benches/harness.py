@@ -79,7 +79,7 @@ def _compile_timed(src: str, func: str, stmt: str, ns: dict[str, Any],
     """Exec ``src`` (which defines ``func`` using ``_clock``) with ``ns`` as its globals."""
     g = dict(ns)
     g["_clock"] = clock
-    exec(compile(src, f"<bench {stmt}>", "exec"), g)  # noqa: S102 - our own fixed strings
+    exec(compile(src, f"<bench {stmt}>", "exec"), g)  # our own fixed strings
     return g[func]
 
 

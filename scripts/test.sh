@@ -9,6 +9,8 @@
 #      cargo clippy -p dlbridge --all-targets -- -D warnings   (the pure-Rust build)
 #      bash scripts/cross_check.sh: the same clippy for Windows, macOS (Arm, Intel) and Linux
 #      on Arm, the targets added with rustup when missing (DLBRIDGE_SKIP_CROSS=1 skips it)
+#      bash scripts/msrv_check.sh: cargo check with the crate's rust-version, and with
+#      arrow-rs's minimum for that feature (DLBRIDGE_SKIP_MSRV=1 skips it)
 #      the ABI check: dlbridge's "pyo3" feature must not choose pyo3's abi3 (only the
 #      wheel's cdylib does), so that extensions depending on dlbridge keep their own choice
 #      the crate's API docs: cargo doc -p dlbridge --all-features --no-deps with
@@ -37,13 +39,16 @@
 #      NumPy); DLBRIDGE_SKIP_AARCH64=1 skips it
 #   4. bash scripts/docs.sh: the documentation site in strict mode (a broken link fails)
 #      python benches/run_quick.py: the quick mode of every benchmark, tables printed to the
-#      log, no timing asserted (DLBRIDGE_SKIP_BENCH=1 skips it)
+#      log, no timing asserted; a benchmark's build (--prepare) runs outside its time limit
+#      (DLBRIDGE_SKIP_BENCH=1 skips it)
 #      the main job: python -m dlbridge check over every installed peer, to the end; it fails
 #      when dlbridge itself fails a case (its report and JSON are kept in the log directory);
 #      DLBRIDGE_SKIP_CHECK=1 skips it
 #   5. python -m pytest [PYTEST ARGS...]  with the venv's python and scripts/env.sh
 #      (dpnp's SYCL device); a per-test --timeout (DLBRIDGE_PYTEST_TIMEOUT, default 300 s)
-#      comes first, so a --timeout in the arguments overrides it.
+#      comes first, so a --timeout in the arguments overrides it. With DLBRIDGE_TEST_DIST=1 (CI)
+#      it builds the release wheel and also runs a smoke subset of the suite with it in a
+#      CPython 3.11 venv ($DLBRIDGE_FLOOR_VENV, default <repo>/.venv-floor).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -79,6 +84,8 @@ step cargo fmt --all -- --check
 step cargo clippy --workspace --all-targets --all-features -- -D warnings
 step cargo clippy -p dlbridge --all-targets -- -D warnings
 [ "${DLBRIDGE_SKIP_CROSS:-0}" = 1 ] || step bash scripts/cross_check.sh
+# the Rust versions the manifest and the docs promise (rustup installs them when missing)
+[ "${DLBRIDGE_SKIP_MSRV:-0}" = 1 ] || step bash scripts/msrv_check.sh
 
 # pyo3's ABI is the extension's choice: dlbridge's "pyo3" feature must turn on no abi3*.
 no_abi3_from_dlbridge() {

@@ -211,7 +211,7 @@ def import_or_peer_limitation(peer_name: str, consume, tensor, reference: np.nda
 
     try:
         return consume(tensor)
-    except Exception as exc_dlbridge:  # noqa: BLE001
+    except Exception as exc_dlbridge:
         try:
             consume(reference)
         except Exception as exc_direct:  # noqa: BLE001

@@ -23,8 +23,8 @@ import pytest
 # JAX takes most of the GPU's memory on first use unless told not to; torch and CuPy share it.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
-import dlbridge  # noqa: E402
-from dlb_testing import cupy_usable  # noqa: E402
+import dlbridge
+from dlb_testing import cupy_usable
 
 torch = pytest.importorskip("torch")
 

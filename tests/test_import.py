@@ -69,7 +69,7 @@ def test_c46_legacy_capsule(collect):  # C46
     t = dlbridge.from_dlpack(cap)
     assert capsule_name(cap) == "used_dltensor"
     assert_tensor_like(t, a)
-    assert t.readonly  # DECISIONS: legacy imports are read-only
+    assert t.readonly  # a bare legacy capsule imports read-only
     assert fake.deleter_calls == 0
     del cap
     collect()
@@ -669,7 +669,7 @@ def test_byte_offset_is_honoured(collect):
 
 
 def test_misaligned_data_is_realigned_by_copy_or_refused(collect):
-    # DECISIONS: realigned by a copy under copy=None, BufferError under copy=False
+    # realigned by a copy under copy=None, BufferError under copy=False
     raw = np.zeros(40, dtype=np.uint8)
     assert raw.ctypes.data % 8 == 0
     vals = np.arange(4, dtype=np.float64)
@@ -778,7 +778,7 @@ def test_many_imports_no_leak_of_deleter_calls(collect):  # C19
 
 
 # --------------------------------------------------------------------------------------------
-# Devices (DECISIONS: unreachable memory is a valid Tensor that refuses host access)
+# Devices (unreachable memory is a valid Tensor that refuses host access)
 # --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("device, name", [((14, 0), "oneapi:0"), ((99, 3), None)])
 def test_unreachable_device_is_valid_tensor(device, name, collect):

@@ -16,6 +16,7 @@ __all__ = [
     "DLPACK_VERSION",
     "DType",
     "Device",
+    "NoProtocolError",
     "Plan",
     "Tensor",
     "__version__",

@@ -718,7 +718,7 @@ def _import(
             raise Impossible(ValueError, str(e2)) from None
         except BufferError as e2:
             raise Impossible(BufferError, str(e2)) from None
-        except Exception as e2:
+        except Exception as e2:  # noqa: BLE001 - the producer's own exception type
             raise Impossible(BufferError, _producer_refused(e2)) from None
         if copy is False:
             raise Impossible(
@@ -731,7 +731,7 @@ def _import(
         raise Impossible(_type_error_kind(e), str(e)) from None
     except ValueError as e:
         raise Impossible(ValueError, str(e)) from None
-    except Exception as e:  # the producer's own exception type (e.g. TensorFlow's)
+    except Exception as e:  # noqa: BLE001 - the producer's own exception type (e.g. TensorFlow's)
         raise Impossible(BufferError, _producer_refused(e)) from None
     ctx.tensor = t
     facts = facts_of_tensor(t, kind, library)
@@ -778,7 +778,7 @@ def _import_once(
         t = from_dlpack(source, copy=False if copy is False else None)
     except (TypeError, ValueError, BufferError) as e:
         raise Impossible(type(e), str(e)) from None
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - the producer's own exception type
         raise Impossible(BufferError, _producer_refused(e)) from None
     ctx.tensor = t
     if not t.is_copied:

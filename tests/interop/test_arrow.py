@@ -201,7 +201,7 @@ def test_bit_packed_bools_are_unpacked_by_a_copy(sl):
         ref = ref[sl[0]: sl[0] + sl[1]]
     t = dlbridge.from_dlpack(arr)
     assert t.dtype == "bool" and t.shape == ref.shape
-    assert t.is_copied and not t.readonly  # a copy is writable (DECISIONS)
+    assert t.is_copied and not t.readonly  # a copy is writable
     assert_values_equal(np.from_dlpack(t), ref)
 
 
@@ -443,7 +443,7 @@ def test_pa_array_of_device_memory_goes_through_the_device_capsules():
     assert t.device == "cuda:0"
     try:
         want = pa.Array._import_from_c_device_capsule(*t.__arrow_c_device_array__())
-    except Exception as e:  # a pyarrow built without CUDA does not know device type 2
+    except Exception as e:  # noqa: BLE001 - a pyarrow built without CUDA does not know device type 2
         with pytest.raises(type(e), match=re.escape(str(e))):
             pa.array(t)
     else:

@@ -1,6 +1,6 @@
 """Interop with dpnp: a real non-CPU device (SYCL, ``kDLOneAPI`` = 14) on a CPU-only machine.
 
-DECISIONS: memory on a device dlbridge cannot reach is still a valid Tensor: it keeps device,
+Memory on a device dlbridge cannot reach is still a valid Tensor: it keeps device,
 dtype and layout, passes through zero-copy to consumers that can take it, and refuses host
 access (buffer protocol, ``__array_interface__``, ``tolist``) with a BufferError naming
 ``device="cpu"``.

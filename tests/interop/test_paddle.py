@@ -31,9 +31,9 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     paddle = pytest.importorskip("paddle")
 
-import dlbridge  # noqa: E402
-from dlb_testing import assert_values_equal, make  # noqa: E402
-from dlpack_ctypes import inspect_capsule  # noqa: E402
+import dlbridge
+from dlb_testing import assert_values_equal, make
+from dlpack_ctypes import inspect_capsule
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128"]

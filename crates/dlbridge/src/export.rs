@@ -294,7 +294,7 @@ mod tests {
             assert_eq!(back.strides(), &[4, 1]);
             assert_eq!(back.data_ptr(), t.data_ptr());
             assert_eq!(back.to_vec::<f64>().unwrap(), t.to_vec::<f64>().unwrap());
-            // Legacy imports are read-only (DECISIONS); versioned keep the flag.
+            // Legacy imports are read-only (they cannot say otherwise); versioned keep the flag.
             assert_eq!(back.readonly(), flavor == Flavor::Legacy);
         }
     }

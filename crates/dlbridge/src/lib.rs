@@ -143,7 +143,7 @@
 //! `dlbridge::ndarray`, `dlbridge::arrow_array`, `dlbridge::arrow_schema`), so a user can name
 //! the very version dlbridge was built with instead of matching it by hand.
 //!
-//! The minimum supported Rust version is 1.85.
+//! The minimum supported Rust version is 1.87 (1.88 with the `arrow-rs` feature).
 
 #![deny(missing_docs)]
 // docs.rs sets `docsrs` (so does CI's docs.rs-like build): each feature-gated item then says

@@ -100,7 +100,8 @@ impl ManagedTensor {
             Managed::Legacy(p) => {
                 // SAFETY: from_legacy's contract: the struct is valid while we own it.
                 let m = unsafe { p.as_ref() };
-                // A legacy capsule cannot say whether writes are allowed: read-only (DECISIONS).
+                // A legacy capsule cannot say whether writes are allowed: read-only here; the
+                // Python import knows the libraries that hand out writable memory.
                 (&m.dl_tensor, FLAG_READ_ONLY, false)
             }
         };

@@ -329,7 +329,7 @@ impl Tensor {
     /// True when the first element's address is a multiple of the item size (capped at 16).
     pub fn is_aligned(&self) -> bool {
         let align = self.itemsize().clamp(1, 16);
-        self.size() == 0 || self.data_ptr() % align == 0
+        self.size() == 0 || self.data_ptr().is_multiple_of(align)
     }
     /// The owner keeping the memory alive. Crate-private: a public `&Owner` would let safe
     /// code keep a second owner (a clone or an `Arc::downgrade`) that the uniqueness checks of
@@ -587,7 +587,7 @@ impl Tensor {
             )));
         }
         let align = std::mem::align_of::<T>();
-        if !self.is_aligned() || self.size() > 0 && self.data_ptr() % align != 0 {
+        if !self.is_aligned() || self.size() > 0 && !self.data_ptr().is_multiple_of(align) {
             return Err(Error::Misaligned {
                 align,
                 type_name: std::any::type_name::<T>(),

@@ -1,5 +1,5 @@
 //! Hostile input, table-driven: each malformed input is refused with its exact error variant
-//! (and so its exact Python exception: DECISIONS.md), and the producer's deleter still runs
+//! (and so its exact Python exception, BufferError, TypeError or ValueError), and the producer's deleter still runs
 //! once. The Python-level table (capsule names, producers that raise...) is
 //! tests/test_hostile.py.
 

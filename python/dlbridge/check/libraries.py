@@ -632,7 +632,7 @@ class JaxLib(Library):
         import jax
 
         jax.config.update("jax_enable_x64", True)
-        import jax.numpy  # noqa: F401
+        import jax.numpy
 
     def make(self, recipe, ref):
         self.load()

@@ -14,7 +14,8 @@
 //! zero-copy) rather than Arrow's bit-packed boolean, which would need a copy; a consumer may
 //! still ask for the bit-packed form with a requested schema. Layouts Arrow cannot express
 //! (gaps, negative or overlapping strides, a batch dimension that is not the outermost) are
-//! exported as a C-order copy (DECISIONS.md). dtypes without an Arrow type (bfloat16, complex,
+//! exported as a C-order copy (Arrow has no `copy` argument, so
+//! the copy is documented instead). dtypes without an Arrow type (bfloat16, complex,
 //! float8...) are refused.
 //!
 //! Permutations follow the specification (logical dimension `i` is physical dimension

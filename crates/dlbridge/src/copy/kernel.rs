@@ -681,7 +681,7 @@ unsafe fn walk_tiles<T: Word, const B: usize>(job: Job, a: Dim, i: Dim, p: Ptrs,
             let q = unsafe { p.at(a, i, a0, i0, size_of::<T>()) };
             let (s, d) = (q.src.cast::<T>(), q.dst.cast::<T>());
             if na == B && ni == B && unit {
-                let stream = stream_pitch && d as usize % 16 == 0;
+                let stream = stream_pitch && (d as usize).is_multiple_of(16);
                 // SAFETY: a full tile inside the block with unit source stride along `a` and
                 // unit destination stride along `i`; `simd` comes from the job; with `stream`,
                 // every destination line starts 16-byte aligned.
