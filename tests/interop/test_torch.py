@@ -354,3 +354,22 @@ def test_fake_versioned_capsule_through_dlbridge_to_torch(collect):  # C19
     del r
     collect()
     assert fake.finalize() == 1
+
+
+def test_read_only_tensor_wrapper_stays_read_only():
+    """torch 2.15's ReadOnlyTensorWrapper allows nothing but its DLPack export, flagged
+    READ_ONLY: dlbridge takes it as any DLPack producer, zero-copy and read-only."""
+    import torch.utils.dlpack
+
+    wrapper_type = getattr(torch.utils.dlpack, "ReadOnlyTensorWrapper", None)
+    if wrapper_type is None:
+        pytest.skip(f"torch {torch.__version__} has no ReadOnlyTensorWrapper")
+    x = torch.arange(4.0)
+    w = wrapper_type(x)
+    t = dlbridge.from_dlpack(w)
+    assert t.readonly and t.data_ptr == x.data_ptr()
+    y, plan = dlbridge.convert(w, "numpy", report=True)
+    assert plan.copies == 0 and not y.flags.writeable and y.ctypes.data == x.data_ptr()
+    z, plan = dlbridge.convert(w, "torch", report=True)  # torch tensors cannot be read-only
+    assert plan.copies == 1 and z.data_ptr() != x.data_ptr() and z.tolist() == x.tolist()
+    assert dlbridge.describe(w)["readonly"] is True

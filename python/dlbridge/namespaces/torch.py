@@ -19,7 +19,14 @@ class Torch(Namespace):
 
     def owns(self, x):
         torch = self.loaded()
-        return torch is not None and isinstance(x, torch.Tensor)
+        return torch is not None and isinstance(x, torch.Tensor) and not self._export_only(x)
+
+    def _export_only(self, x) -> bool:
+        """torch 2.15's ``ReadOnlyTensorWrapper``: a tensor that allows nothing but its
+        read-only DLPack export, so it is taken as any DLPack producer is."""
+        import torch.utils.dlpack
+
+        return type(x) is getattr(torch.utils.dlpack, "ReadOnlyTensorWrapper", None)
 
     def device(self, x):
         if x.device.type == "cpu":
