@@ -73,6 +73,14 @@ if [ ! -x "$PY" ]; then
 fi
 # the same interpreter for every pyo3 build (maturin, clippy, test): no needless rebuilds
 export PYO3_PYTHON="$PY"
+# The venv keeps its path when bootstrap remakes it with a newer Python, and cargo reruns
+# pyo3's build scripts only when their inputs change: the interpreter's signature (written as
+# maturin writes it) is one, so cached builds never keep the old interpreter's configuration.
+PYO3_ENVIRONMENT_SIGNATURE="$("$PY" -c 'import struct, sys, sysconfig
+ft = "t" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""
+bits = struct.calcsize("P") * 8
+print(f"{sys.implementation.name}-{sys.version_info[0]}.{sys.version_info[1]}{ft}-{bits}bit")')"
+export PYO3_ENVIRONMENT_SIGNATURE
 
 # Python: ruff (the rules and line length in pyproject.toml) and mypy on the public modules:
 # the stubs, convert / explain, the planner and the per-library knowledge behind them.
