@@ -253,3 +253,32 @@ def test_float8_to_jax():  # C26
         return
     with pytest.raises(BufferError):
         jnp.from_dlpack(t)  # an older JAX asks for legacy, which predates float8
+
+
+def test_convert_copies_negative_strides_before_jax():  # C1
+    """JAX 0.12 raises JaxRuntimeError (UNIMPLEMENTED) on non-compact strides: convert copies."""
+    a = np.arange(6.0, dtype=np.float32)[::-1]
+    y, plan = dlbridge.convert(a, "jax", report=True)
+    assert plan.copies == 1 and np.asarray(y).tolist() == a.tolist()
+    with pytest.raises(BufferError, match="copy=False"):
+        dlbridge.convert(a, "jax", copy=False)
+
+
+def test_checker_records_negative_strides_against_jax(tmp_path):  # C1
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "check.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "dlbridge", "check", "--libraries", "numpy,jax",
+         "--cases", "layout/neg_rows", "--json", str(out), "-q"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    rows = [r for r in json.loads(out.read_text())["results"]
+            if (r["producer"], r["consumer"]) == ("numpy", "jax")]
+    assert {r["route"] for r in rows} == {"direct", "dlbridge"}
+    for r in rows:  # JAX's refusal is not a BufferError: a finding against JAX, not dlbridge
+        if r["status"] != "pass":
+            assert r["fault"] == "consumer" and "jax" in r["detail"].lower(), r
