@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import struct
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -273,3 +274,25 @@ def cupy_usable() -> tuple[bool, str]:
     if not super(CupyLib, lib).installed():
         return False, "cupy is not installed (pip install cupy-cuda13x)"
     return lib.probe()
+
+
+#: the checker's cases a library's own checker test runs (two dtypes and a transposed layout)
+CHECKER_SMOKE_CASES = "dtype/float32,dtype/float64,layout/transposed"
+
+
+def run_checker(tmp_path, libraries: str, cases: str) -> tuple[dict, dict]:
+    """``python -m dlbridge check --libraries LIBRARIES --cases CASES`` in a subprocess, which
+    must exit 0: the JSON report, and its results by (producer, consumer, case, route)."""
+    import json
+    import subprocess
+
+    out = tmp_path / "check.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "dlbridge", "check", "--libraries", libraries, "--cases", cases,
+         "--json", str(out), "-q"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    by = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in doc["results"]}
+    return doc, by

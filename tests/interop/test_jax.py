@@ -28,6 +28,7 @@ from dlb_testing import (  # noqa: E402
     import_or_peer_limitation,
     make,
     raw_values,
+    run_checker,
 )
 from dlpack_ctypes import FLAG_READ_ONLY, c_strides, inspect_capsule  # noqa: E402
 
@@ -265,19 +266,8 @@ def test_convert_copies_negative_strides_before_jax():  # C1
 
 
 def test_checker_records_negative_strides_against_jax(tmp_path):  # C1
-    import json
-    import subprocess
-    import sys
-
-    out = tmp_path / "check.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "dlbridge", "check", "--libraries", "numpy,jax",
-         "--cases", "layout/neg_rows", "--json", str(out), "-q"],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    rows = [r for r in json.loads(out.read_text())["results"]
-            if (r["producer"], r["consumer"]) == ("numpy", "jax")]
+    _, results = run_checker(tmp_path, "numpy,jax", "layout/neg_rows")
+    rows = [r for (p, c, _, _), r in results.items() if (p, c) == ("numpy", "jax")]
     assert {r["route"] for r in rows} == {"direct", "dlbridge"}
     for r in rows:  # JAX's refusal is not a BufferError: a finding against JAX, not dlbridge
         if r["status"] != "pass":

@@ -24,7 +24,7 @@ import pytest
 mx = pytest.importorskip("mlx.core")
 
 import dlbridge  # noqa: E402
-from dlb_testing import assert_values_equal, make  # noqa: E402
+from dlb_testing import CHECKER_SMOKE_CASES, assert_values_equal, make, run_checker  # noqa: E402
 from dlpack_ctypes import inspect_capsule  # noqa: E402
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -134,22 +134,9 @@ def test_explain_agrees_with_convert(copy):
 
 
 def test_checker_runs_mlx_as_producer_and_consumer(tmp_path):
-    import json
-    import subprocess
-    import sys
-
-    out = tmp_path / "check.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "dlbridge", "check", "--libraries", "numpy,mlx",
-         "--cases", "dtype/float32,dtype/float64,layout/transposed", "--json", str(out), "-q"],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    doc = json.loads(out.read_text())
+    doc, results = run_checker(tmp_path, "numpy,mlx", CHECKER_SMOKE_CASES)
     assert "mlx" in doc["libraries"]
-    by = {
-        (r["producer"], r["consumer"], r["case"], r["route"]): r["status"] for r in doc["results"]
-    }
+    by = {key: r["status"] for key, r in results.items()}
     for route in ("direct", "dlbridge"):
         assert by[("mlx", "numpy", "dtype/float32", route)] == "pass"
         assert by[("numpy", "mlx", "dtype/float32", route)] == "pass"

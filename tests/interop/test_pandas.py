@@ -27,7 +27,7 @@ pd = pytest.importorskip("pandas")
 pa = pytest.importorskip("pyarrow")  # pandas' Arrow export needs it
 
 import dlbridge  # noqa: E402
-from dlb_testing import NUMPY_DTYPES  # noqa: E402
+from dlb_testing import CHECKER_SMOKE_CASES, NUMPY_DTYPES, run_checker  # noqa: E402
 
 # bool and complex are tested apart.
 NUMERIC = [d for d in NUMPY_DTYPES if d[0] in "iuf"]
@@ -184,22 +184,9 @@ def test_explain_agrees_with_convert(copy):
 
 
 def test_checker_runs_pandas_as_producer_and_consumer(tmp_path):
-    import json
-    import subprocess
-    import sys
-
-    out = tmp_path / "check.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "dlbridge", "check", "--libraries", "numpy,pandas",
-         "--cases", "dtype/float32,dtype/float64,layout/transposed", "--json", str(out), "-q"],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    doc = json.loads(out.read_text())
+    doc, results = run_checker(tmp_path, "numpy,pandas", CHECKER_SMOKE_CASES)
     assert "pandas" in doc["libraries"]
-    by = {
-        (r["producer"], r["consumer"], r["case"], r["route"]): r["status"] for r in doc["results"]
-    }
+    by = {key: r["status"] for key, r in results.items()}
     assert by[("pandas", "numpy", "dtype/float32", "dlbridge")] == "pass"
     assert by[("numpy", "pandas", "dtype/float32", "dlbridge")] == "pass"
     assert by[("pandas", "numpy", "dtype/float32", "direct")] == "unsupported"  # no __dlpack__
