@@ -195,3 +195,9 @@ pub use arrow_array;
 /// The `arrow-schema` crate dlbridge is built with.
 #[cfg(feature = "arrow-rs")]
 pub use arrow_schema;
+
+/// The crate README's examples, compiled and run as doctests (`cargo test --doc`), so that
+/// the first code a reader meets stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
