@@ -18,10 +18,10 @@ cd "$REPO"
 
 TOOLCHAIN="${DLBRIDGE_ASAN_TOOLCHAIN:-nightly}"
 
+# shellcheck source=scripts/skip_or_fail.sh
+. "$REPO/scripts/skip_or_fail.sh"
 if ! cargo "+$TOOLCHAIN" --version >/dev/null 2>&1; then
-    printf 'asan_test: SKIPPED: no %s toolchain (rustup toolchain install %s to run it)\n' \
-        "$TOOLCHAIN" "$TOOLCHAIN" >&2
-    exit 0
+    skip_or_fail asan_test "no $TOOLCHAIN toolchain (rustup toolchain install $TOOLCHAIN to run it)"
 fi
 
 HOST="$(rustc "+$TOOLCHAIN" -vV | sed -n 's/^host: //p')"

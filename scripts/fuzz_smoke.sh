@@ -23,11 +23,12 @@ TOOLCHAIN="${DLBRIDGE_FUZZ_TOOLCHAIN:-nightly}"
 
 say() { printf 'fuzz_smoke: %s\n' "$*"; }
 
+# shellcheck source=scripts/skip_or_fail.sh
+. "$REPO/scripts/skip_or_fail.sh"
 if ! cargo "+$TOOLCHAIN" --version >/dev/null 2>&1; then
     # cargo-fuzz needs nightly; a machine without it skips the smoke loudly rather than
-    # failing the whole test run (the fuzz targets are also built by nothing else).
-    say "SKIPPED: no $TOOLCHAIN toolchain (rustup toolchain install $TOOLCHAIN to run it)" >&2
-    exit 0
+    # failing the whole test run (the fuzz targets are also built by nothing else), except in CI
+    skip_or_fail fuzz_smoke "no $TOOLCHAIN toolchain (rustup toolchain install $TOOLCHAIN to run it)"
 fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
     say "installing cargo-fuzz (cargo install cargo-fuzz --locked)"

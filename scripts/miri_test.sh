@@ -29,10 +29,9 @@ cd "$REPO"
 
 TOOLCHAIN="${DLBRIDGE_MIRI_TOOLCHAIN:-nightly}"
 
-skip() {
-    printf 'miri_test: SKIPPED: %s\n' "$*" >&2
-    exit 0
-}
+# shellcheck source=scripts/skip_or_fail.sh
+. "$REPO/scripts/skip_or_fail.sh"
+skip() { skip_or_fail miri_test "$@"; }
 
 if ! cargo "+$TOOLCHAIN" --version >/dev/null 2>&1; then
     skip "no $TOOLCHAIN toolchain (rustup toolchain install $TOOLCHAIN to run it)"

@@ -15,7 +15,8 @@
 #      wheel's cdylib does), so that extensions depending on dlbridge keep their own choice
 #      the crate's API docs: cargo doc -p dlbridge --all-features --no-deps with
 #      RUSTDOCFLAGS=-D warnings (a broken intra-doc link fails) and as docs.rs builds them
-#      (nightly, --cfg docsrs; skipped loudly without it), and the published crate's file
+#      (nightly, --cfg docsrs; skipped loudly without it, a failure under CI=true, as for
+#      every nightly step below: scripts/skip_or_fail.sh), and the published crate's file
 #      list (cargo package --list: the license files and README must be in it)
 #      the public API: python3 scripts/public_api.py --check lists every public item from
 #      rustdoc's JSON (nightly; skipped loudly without it) and fails when the list differs
@@ -112,8 +113,10 @@ RUSTDOCFLAGS="-D warnings" step cargo doc -p dlbridge --all-features --no-deps
 # item says which feature it needs. Skipped loudly without a nightly toolchain.
 docs_rs_build() {
     if ! cargo +nightly --version >/dev/null 2>&1; then
-        echo "test.sh: docs.rs build SKIPPED: no nightly toolchain (rustup toolchain install nightly to run it)" >&2
-        return 0
+        # a subshell: skip_or_fail exits
+        (. "$REPO/scripts/skip_or_fail.sh" &&
+            skip_or_fail "test.sh: docs.rs build" "no nightly toolchain (rustup toolchain install nightly to run it)")
+        return
     fi
     RUSTDOCFLAGS="--cfg docsrs -D warnings" cargo +nightly doc -p dlbridge --all-features --no-deps
 }
