@@ -48,6 +48,13 @@ export PROPTEST_CASES="${PROPTEST_CASES:-4}"
 export PROPTEST_DISABLE_FAILURE_PERSISTENCE=1
 export MIRIFLAGS="${MIRIFLAGS:-} -Zmiri-env-forward=PROPTEST_CASES -Zmiri-env-forward=PROPTEST_DISABLE_FAILURE_PERSISTENCE"
 cargo "+$TOOLCHAIN" miri setup >&2
+# cargo-miri's test "binaries" are files that record the directory they were built in, and
+# cargo can take one built in an earlier checkout at another path as fresh (a CI clone's
+# folder changes from run to run): the crate itself is rebuilt on every run, its dependencies
+# stay cached.
+HOST="$(rustc "+$TOOLCHAIN" -vV | sed -n 's/^host: //p')"
+cargo "+$TOOLCHAIN" clean -p dlbridge --target "$HOST" \
+    --target-dir "${CARGO_TARGET_DIR:-$REPO/target}/miri" >&2
 miri_test() {
     cargo "+$TOOLCHAIN" miri test -p dlbridge --lib --no-default-features --features ndarray \
         -- "$@"
