@@ -296,3 +296,17 @@ def run_checker(tmp_path, libraries: str, cases: str) -> tuple[dict, dict]:
     doc = json.loads(out.read_text())
     by = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in doc["results"]}
     return doc, by
+
+
+class SameCapsule:
+    """A host producer whose ``__dlpack__`` hands out one capsule made beforehand, every time
+    (to give a consumer a capsule of a chosen flavour, or to play a buggy producer)."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)

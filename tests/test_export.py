@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 import dlbridge
-from dlb_testing import LAYOUTS, NUMPY_DTYPES, assert_strides_equivalent, assert_values_equal, make
+from dlb_testing import (
+    LAYOUTS,
+    NUMPY_DTYPES,
+    SameCapsule,
+    assert_strides_equivalent,
+    assert_values_equal,
+    make,
+)
 from dlpack_ctypes import (
     FLAG_IS_COPIED,
     FLAG_READ_ONLY,
@@ -205,17 +212,6 @@ def test_readonly_versioned_has_flag():  # C12
         assert info["flags"] & FLAG_READ_ONLY
 
 
-class _Capsule:
-    """An object whose ``__dlpack__`` returns a capsule made beforehand (for NumPy's import)."""
-
-    def __init__(self, capsule):
-        self.capsule = capsule
-
-    def __dlpack__(self, **kw):
-        return self.capsule
-
-    def __dlpack_device__(self):
-        return (1, 0)
 
 
 @pytest.mark.parametrize("copy", [None, True])
@@ -228,7 +224,7 @@ def test_readonly_legacy_request_gets_a_writable_copy(max_version, copy):  # C13
     info = inspect_capsule(cap)
     assert info["name"] == "dltensor"  # what a legacy consumer asked for
     assert info["data_ptr"] != a.ctypes.data  # a copy: the source stays unwritable
-    assert np.array_equal(np.from_dlpack(_Capsule(cap)), a)
+    assert np.array_equal(np.from_dlpack(SameCapsule(cap)), a)
     assert not a.flags.writeable  # the source stays as it was
 
 

@@ -32,6 +32,7 @@ import numpy as np
 import pytest
 
 import dlbridge
+from dlb_testing import SameCapsule
 from dlpack_ctypes import (
     DLManagedTensor,
     DLManagedTensorVersioned,
@@ -185,23 +186,12 @@ def test_second_consumption_raises_and_frees_once(max_version):  # C18
     with pytest.raises(BufferError):
         dlbridge.from_dlpack(cap)
     with pytest.raises(BufferError):
-        dlbridge.from_dlpack(_Wrap(cap))
+        dlbridge.from_dlpack(SameCapsule(cap))
     del u, cap
     _settle()
     assert fake.deleter_calls == 1
 
 
-class _Wrap:
-    """Hands out the same capsule every time (a buggy producer)."""
-
-    def __init__(self, cap):
-        self.cap = cap
-
-    def __dlpack__(self, **kw):
-        return self.cap
-
-    def __dlpack_device__(self):
-        return (1, 0)
 
 
 # --------------------------------------------------------------------------------------------
