@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# Build what dlbridge ships into dist/ (git-ignored):
+# Build what dlbridge ships into dist/ (git-ignored; DLBRIDGE_DIST_DIR names another folder):
 #   bash scripts/build_dist.sh [PLATFORM...]
 #
 # One abi3 wheel (CPython 3.11 and newer) per platform, all built on this Linux x86-64
-# machine, and the source distribution. PLATFORM is one or more of (default: all four):
+# machine, a wheel for free-threaded CPython 3.14 on Linux x86-64, and the source
+# distribution. PLATFORM is one or more of (default: all five):
 #   linux-x86_64    tagged manylinux2014 (manylinux_2_17): linked with zig against an old glibc
 #                   (`maturin build --zig`, zig from the `ziglang` PyPI package) instead of this
 #                   machine's, so it installs on every mainstream Linux; profile-guided
 #                   (scripts/pgo.sh)
-#   linux-aarch64   the same for 64-bit Arm (rustup target aarch64-unknown-linux-gnu, zig)
+#   linux-x86_64-cp314t
+#                   free-threaded CPython 3.14 (cp314t; abi3 does not cover free-threaded
+#                   builds), manylinux2014 with zig; built with no interpreter at all: maturin
+#                   gives PyO3 the target's configuration from its own sysconfig data (a
+#                   cross-compilation config), so no 3.14t is needed or used; not
+#                   profile-guided; warnings are errors
+#   linux-aarch64   the same as linux-x86_64 for 64-bit Arm (rustup target aarch64-unknown-linux-gnu, zig)
 #   macos           one universal2 wheel, Apple silicon and Intel (macOS 11 / 10.12 and newer;
 #                   rustup targets aarch64-apple-darwin and x86_64-apple-darwin, zig, which
 #                   brings macOS's library stubs: rustc's warning that it found no xcrun is
@@ -40,20 +47,21 @@ fi
 
 platforms=("$@")
 if [ "${#platforms[@]}" = 0 ]; then
-    platforms=(linux-x86_64 linux-aarch64 macos windows-x86_64)
+    platforms=(linux-x86_64 linux-x86_64-cp314t linux-aarch64 macos windows-x86_64)
 fi
 for platform in "${platforms[@]}"; do
     case "$platform" in
-    linux-x86_64 | linux-aarch64 | macos | windows-x86_64) ;;
+    linux-x86_64 | linux-x86_64-cp314t | linux-aarch64 | macos | windows-x86_64) ;;
     *)
-        echo "build_dist.sh: unknown platform $platform (linux-x86_64, linux-aarch64, macos, windows-x86_64)" >&2
+        echo "build_dist.sh: unknown platform $platform (linux-x86_64, linux-x86_64-cp314t, linux-aarch64, macos, windows-x86_64)" >&2
         exit 2
         ;;
     esac
 done
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}/dist"
-rm -rf dist
+OUT="${DLBRIDGE_DIST_DIR:-$REPO/dist}"
+rm -rf "$OUT"
 # maturin looks for zig as `python -m ziglang` of the interpreter on PATH: the venv's
 export PATH="$VENV/bin:$PATH"
 
@@ -87,23 +95,33 @@ for platform in "${platforms[@]}"; do
     case "$platform" in
     linux-x86_64)
         # profile-guided, like the development build (DLBRIDGE_PGO=0: a plain release build)
-        bash scripts/pgo.sh build dist --zig --compatibility manylinux2014 --interpreter "$PY"
+        bash scripts/pgo.sh build "$OUT" --zig --compatibility manylinux2014 --interpreter "$PY"
+        ;;
+    linux-x86_64-cp314t)
+        # PATH holds no python3.14t (only the venv, for zig, and the system's): with --target,
+        # maturin then takes the interpreter's configuration from its bundled sysconfig data.
+        # Its own target directory: other flags and another PyO3 configuration would
+        # otherwise invalidate the abi3 builds' artefacts, and theirs this one's.
+        PATH="$VENV/bin:$(dirname "$(command -v cargo)"):/usr/bin:/bin" \
+            CARGO_TARGET_DIR="$CARGO_TARGET_DIR-cp314t" RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-D warnings" \
+            "$MATURIN" build --release --out "$OUT" --zig --compatibility manylinux2014 \
+            --target x86_64-unknown-linux-gnu --interpreter python3.14t
         ;;
     linux-aarch64)
         add_targets aarch64-unknown-linux-gnu
-        "$MATURIN" build --release --out dist --zig --compatibility manylinux2014 \
+        "$MATURIN" build --release --out "$OUT" --zig --compatibility manylinux2014 \
             --target aarch64-unknown-linux-gnu --interpreter "$PY"
         ;;
     macos)
         add_targets aarch64-apple-darwin x86_64-apple-darwin
-        "$MATURIN" build --release --out dist --zig --target universal2-apple-darwin --interpreter "$PY"
+        "$MATURIN" build --release --out "$OUT" --zig --target universal2-apple-darwin --interpreter "$PY"
         ;;
     windows-x86_64)
         add_targets x86_64-pc-windows-gnu
         mingw_linker
-        "$MATURIN" build --release --out dist --target x86_64-pc-windows-gnu --interpreter "$PY"
+        "$MATURIN" build --release --out "$OUT" --target x86_64-pc-windows-gnu --interpreter "$PY"
         ;;
     esac
 done
-"$MATURIN" sdist --out dist
-ls -1 dist/*
+"$MATURIN" sdist --out "$OUT"
+ls -1 "$OUT"/*

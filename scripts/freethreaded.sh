@@ -1,96 +1,135 @@
 #!/usr/bin/env bash
-# The test suite on a free-threaded CPython (no GIL), built here from source:
-#   bash scripts/freethreaded.sh PATH-TO-CPYTHON-SOURCE [PYTEST ARGS...]
+# The test suite on free-threaded CPython 3.14 (3.14t) with the GIL off:
+#   bash scripts/freethreaded.sh [PYTEST ARGS...]
 #
-# PATH-TO-CPYTHON-SOURCE is a CPython 3.14 or newer source tree or tarball (.tar.xz, .tgz):
-# PyO3 builds free-threaded extensions only from 3.14. The script
-#   1. builds it with `./configure --disable-gil` into $DLBRIDGE_FT_DIR/python (default
-#      ~/.cache/dlbridge/freethreaded; about 10 minutes on two cores, once);
-#   2. makes a venv there ($DLBRIDGE_FT_DIR/venv) with the test tools and every peer library
-#      of requirements-test.txt that installs on a free-threaded interpreter (the others are
-#      listed as skipped; their tests skip themselves as on any machine without them);
-#   3. builds dlbridge for it with maturin: a version-specific wheel (cp314t), since abi3 does
-#      not cover free-threaded builds (PyO3 drops the crate's abi3-py311 for them);
-#   4. runs pytest with PYTHON_GIL=0, which keeps the GIL off even though the module still
-#      declares `gil_used = true`, so the suite really runs without it.
-# Not yet run: no CPython 3.14 source was available where it was written (docs/ARCHITECTURE.md,
-# "What remains before gil_used = false").
+# Needs a CPython 3.14 source tree or tarball, named by DLBRIDGE_FT_SOURCE (no package
+# registry serves a free-threaded interpreter). Without one, the step skips loudly, and fails
+# under CI=true (scripts/skip_or_fail.sh). The interpreter built from it runs tests only:
+# what dlbridge ships for 3.14t is built without any interpreter (scripts/build_dist.sh
+# linux-x86_64-cp314t). The script
+#   1. builds the interpreter with `./configure --disable-gil` into $DLBRIDGE_FT_DIR/python
+#      (default ~/.cache/dlbridge/freethreaded; about 10 minutes on two cores, once per source:
+#      the sha256 of the source is kept beside it, and a new source is built anew);
+#   2. makes a venv there ($DLBRIDGE_FT_DIR/venv) and upgrades in it, on every run, the test
+#      tools and every peer of requirements-test.txt that has a free-threaded wheel; the peers
+#      without one are listed (their tests skip, as on any machine without them);
+#   3. builds the cp314t wheel (build_dist.sh linux-x86_64-cp314t, warnings as errors) and
+#      installs it into the venv, so the suite tests the wheel that ships;
+#   4. checks that `import dlbridge` with numpy, torch, jax, pyarrow, ml_dtypes and pandas
+#      leaves the GIL off, runs the main job (python -m dlbridge check; it must exit 0), then
+#      pytest with PYTHON_GIL=0 (so that a peer that turns the GIL back on when imported,
+#      nanoarrow for one, cannot make the suite run with it).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-if [ "$#" -lt 1 ]; then
-    echo "usage: bash scripts/freethreaded.sh PATH-TO-CPYTHON-SOURCE [PYTEST ARGS...]" >&2
-    exit 2
-fi
-SOURCE="$(realpath "$1")"
-shift
 WORK="${DLBRIDGE_FT_DIR:-$HOME/.cache/dlbridge/freethreaded}"
 PREFIX="$WORK/python"
-VENV="$WORK/venv"
-mkdir -p "$WORK"
-
+FT_VENV="$WORK/venv"
 say() { printf 'freethreaded: %s\n' "$*" >&2; }
 
-# 1. The interpreter.
+SOURCE="${DLBRIDGE_FT_SOURCE:-}"
+if [ -z "$SOURCE" ] || [ ! -e "$SOURCE" ]; then
+    # shellcheck source=scripts/skip_or_fail.sh
+    . "$REPO/scripts/skip_or_fail.sh"
+    skip_or_fail freethreaded "no CPython 3.14 source: set DLBRIDGE_FT_SOURCE to a source tree or tarball"
+fi
+SOURCE="$(realpath "$SOURCE")"
+mkdir -p "$WORK"
+
+# 1. The interpreter, built once per source into a fresh prefix that replaces the old one
+#    only when `make install` finished (an interrupted build leaves nothing half-installed).
 if [ -f "$SOURCE" ]; then
-    rm -rf "$WORK/src"
-    mkdir -p "$WORK/src"
-    tar -xf "$SOURCE" -C "$WORK/src" --strip-components=1
-    SOURCE="$WORK/src"
+    stamp="$(sha256sum "$SOURCE" | cut -d' ' -f1)"
+else
+    stamp="$SOURCE"
 fi
-if [ ! -x "$SOURCE/configure" ]; then
-    say "$SOURCE is not a CPython source tree (no ./configure)"
-    exit 2
-fi
-PY="$(find "$PREFIX/bin" -maxdepth 1 -name 'python3.*t' -type f 2>/dev/null | sort | head -n1 || true)"
-if [ -z "$PY" ]; then
-    say "building CPython from $SOURCE into $PREFIX (--disable-gil)"
+if [ "$(cat "$PREFIX/.source" 2>/dev/null)" != "$stamp" ]; then
+    say "building CPython from $SOURCE (--disable-gil); logs in $WORK"
+    rm -rf "$WORK/src" "$PREFIX.new" "$FT_VENV"
+    if [ -f "$SOURCE" ]; then
+        mkdir -p "$WORK/src"
+        tar -xf "$SOURCE" -C "$WORK/src" --strip-components=1
+        tree="$WORK/src"
+    else
+        tree="$SOURCE"
+    fi
+    if [ ! -x "$tree/configure" ]; then
+        say "$SOURCE is not a CPython source tree (no ./configure)"
+        exit 2
+    fi
     (
-        cd "$SOURCE"
+        cd "$tree"
         ./configure --disable-gil --prefix="$PREFIX" --with-ensurepip=install >"$WORK/configure.log"
-        make -j"$(nproc)" >"$WORK/make.log"
-        make install >"$WORK/install.log"
+        make -j"$(nproc)" >"$WORK/make.log" 2>&1
+        make install DESTDIR="$PREFIX.new" >"$WORK/install.log" 2>&1
     )
-    PY="$(find "$PREFIX/bin" -maxdepth 1 -name 'python3.*t' -type f | sort | head -n1)"
+    rm -rf "$PREFIX"
+    mv "$PREFIX.new$PREFIX" "$PREFIX"
+    rm -rf "$PREFIX.new" "$WORK/src"
+    echo "$stamp" >"$PREFIX/.source"
 fi
+PY="$(find "$PREFIX/bin" -maxdepth 1 -name 'python3.*t' -type f | sort | head -n1)"
 "$PY" - <<'EOF'
 import sys, sysconfig
 if not sysconfig.get_config_var("Py_GIL_DISABLED"):
     sys.exit(f"freethreaded: {sys.executable} is not a free-threaded build")
 if sys.version_info < (3, 14):
-    sys.exit(f"freethreaded: PyO3 needs CPython 3.14+ for free-threaded builds, not {sys.version}")
+    sys.exit(f"freethreaded: PyO3 builds free-threaded extensions from 3.14, not {sys.version}")
 print(f"freethreaded: {sys.executable} {sys.version}", file=sys.stderr)
 EOF
 
-# 2. The venv with the test tools and the peers that install here.
-if [ ! -x "$VENV/bin/python" ]; then
-    "$PY" -m venv "$VENV"
-fi
-VPY="$VENV/bin/python"
-"$VPY" -m pip install -q --upgrade pip
-"$VPY" -m pip install -q "maturin>=1.9,<2" pytest pytest-timeout hypothesis
-skipped=()
+# 2. The venv: the test tools and the peers that have free-threaded wheels, newest releases.
+[ -x "$FT_VENV/bin/python" ] || "$PY" -m venv "$FT_VENV"
+VPY="$FT_VENV/bin/python"
+pip_quiet() { "$VPY" -m pip install -q --upgrade --only-binary=:all: "$@"; }
+pip_quiet pip
+pip_quiet pytest pytest-timeout hypothesis
+no_wheel=()
 while read -r requirement; do
     case "$requirement" in
-        "" | "#"* | maturin* | ziglang | mkdocs* | selenium | pytest* | hypothesis) continue ;;
+        "" | "#"* | maturin* | ziglang | mkdocs* | selenium | pytest* | hypothesis | ruff | mypy) continue ;;
     esac
-    if ! "$VPY" -m pip install -q --only-binary=:all: "$requirement" >"$WORK/pip-last.log" 2>&1; then
-        skipped+=("$requirement")
+    if ! pip_quiet "$requirement" >"$WORK/pip-last.log" 2>&1; then
+        no_wheel+=("$requirement")
     fi
 done <"$REPO/requirements-test.txt"
-if [ "${#skipped[@]}" -gt 0 ]; then
-    say "peers with no free-threaded wheel, skipped: ${skipped[*]}"
+say "peers: $("$VPY" -m pip list --format=freeze 2>/dev/null |
+    grep -iE '^(numpy|torch|jax|jaxlib|pyarrow|ml.dtypes|pandas|mlx|nanoarrow|arro3-core|array-api-strict|apache-tvm-ffi|cupy-cuda13x|dask|warp-lang)==' | tr '\n' ' ')"
+if [ "${#no_wheel[@]}" -gt 0 ]; then
+    say "no free-threaded wheel, so their tests skip: ${no_wheel[*]}"
 fi
 
-# 3. dlbridge for this interpreter (version-specific, not abi3).
+# 3. The cp314t wheel, built without this interpreter, installed into the venv.
 cd "$REPO"
-say "maturin develop --release for $("$VPY" -c 'import sys; print(sys.implementation.cache_tag)')"
-VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" PYO3_PYTHON="$VPY" \
-    CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}/freethreaded" \
-    "$VENV/bin/maturin" develop --release
+wheel_dir="$WORK/wheel"
+rm -rf "$wheel_dir"
+DLBRIDGE_DIST_DIR="$wheel_dir" bash scripts/build_dist.sh linux-x86_64-cp314t >&2
+"$VPY" -m pip install -q --force-reinstall --no-deps "$wheel_dir"/dlbridge-*-cp314t-*.whl
 
-# 4. The suite, with the GIL kept off.
+# 4. The GIL stays off with dlbridge and the peers imported; then the suite, GIL off.
+"$VPY" -W error::RuntimeWarning - <<'EOF'
+import importlib.util, sys
+import dlbridge
+peers = [p for p in ("numpy", "torch", "jax", "pyarrow", "ml_dtypes", "pandas")
+         if importlib.util.find_spec(p)]
+for p in peers:
+    __import__(p)
+if sys._is_gil_enabled():
+    sys.exit(f"freethreaded: the GIL came back with dlbridge and {peers} imported")
+print(f"freethreaded: GIL off with dlbridge {dlbridge.__version__} and {', '.join(peers)}",
+      file=sys.stderr)
+EOF
+# The main job under this interpreter (without PYTHON_GIL: the report says which interpreter
+# and GIL state each library was checked under).
+say "the main job: python -m dlbridge check (report in $WORK/check.txt)"
+if ! "$VPY" -m dlbridge check --json "$WORK/check.json" >"$WORK/check.txt" 2>&1; then
+    tail -n 40 "$WORK/check.txt" >&2
+    say "the main job FAILED under $("$VPY" -c 'import sys; print(sys.version)')"
+    exit 1
+fi
+tail -n 5 "$WORK/check.txt" >&2
 say "pytest with PYTHON_GIL=0"
 export PYTHON_GIL=0
-"$VPY" -c 'import sys, dlbridge; assert not sys._is_gil_enabled(), "the GIL came back"'
-exec "$VPY" -m pytest --timeout="${DLBRIDGE_PYTEST_TIMEOUT:-300}" "$@"
+# the repository's package directory is not on the path: the installed wheel is what runs
+cd "$REPO"
+exec "$VPY" -m pytest -p no:cacheprovider --timeout="${DLBRIDGE_PYTEST_TIMEOUT:-300}" "$@"

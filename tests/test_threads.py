@@ -370,3 +370,108 @@ def test_bad_input_keeps_its_answer_under_threads():
     counts = _in_threads(N_THREADS, work)
     assert all(c > 0 for c in counts), counts
     np.testing.assert_array_equal(frozen, np.arange(8, dtype=np.float32))
+
+
+def test_one_tensor_read_by_threads_while_others_export_it():
+    """Half the threads read one Tensor (its description, a NumPy view, its buffer, a copy)
+    while the other half export it again and again, versioned and legacy, and drop the
+    exports: the readers always see the same values, and the exports never change them."""
+    source = np.arange(1024, dtype=np.float32).reshape(32, 32)
+    one = dlbridge.from_dlpack(source)
+    stop = time.monotonic() + SHORT
+
+    def work(k: int) -> int:
+        i = 0
+        while time.monotonic() < stop:
+            i += 1
+            if k % 2 == 0:
+                assert one.shape == (32, 32) and one.dtype == "float32"
+                assert one.data_ptr == source.ctypes.data
+                np.testing.assert_array_equal(np.from_dlpack(one), source)
+                assert memoryview(one).tobytes() == source.tobytes()
+                assert one.copy().tolist() == source.tolist()
+            else:
+                capsules = [one.__dlpack__(max_version=(1, 3)), one.__dlpack__()]
+                if i % 2:
+                    views = [dlbridge.from_dlpack(c) for c in capsules]
+                    assert all(v.data_ptr == source.ctypes.data for v in views)
+                    del views
+                del capsules
+        return i
+
+    counts = _in_threads(N_THREADS, work)
+    assert all(c > 0 for c in counts), counts
+    held = weakref.ref(source)
+    one = source = None  # the last references (the threads have ended)
+    gc.collect()
+    assert held() is None, "the source outlived every export"
+
+
+_SHUTDOWN_SCRIPT = """
+import sys, threading, time
+import numpy as np
+import dlbridge
+
+def exchange():
+    a = np.arange(4096, dtype=np.float64)
+    while True:
+        t = dlbridge.from_dlpack(a)
+        dlbridge.from_dlpack(t.__dlpack__(max_version=(1, 3)))
+        np.from_dlpack(t)
+        dlbridge.convert(t, "numpy", copy=True)
+        dlbridge.from_dlpack(t.__dlpack__())
+
+threads = [threading.Thread(target=exchange, daemon=True) for _ in range(4)]
+for th in threads:
+    th.start()
+time.sleep(0.3)
+print("exiting with", sum(th.is_alive() for th in threads), "threads exchanging", flush=True)
+"""
+
+
+def test_interpreter_shutdown_while_threads_exchange():
+    """The interpreter exits while daemon threads are in the middle of exchanges (capsules,
+    tensors and deleters in flight): it exits cleanly, without a crash or a fatal error."""
+    import subprocess
+    import sys
+
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, "-c", _SHUTDOWN_SCRIPT],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "exiting with 4 threads exchanging" in done.stdout
+        assert "Fatal Python error" not in done.stderr, done.stderr[-2000:]
+
+
+def test_gil_stays_off_with_dlbridge_and_the_peers_imported():
+    """On a free-threaded interpreter, importing dlbridge (and the peers that have
+    free-threaded builds) leaves the GIL off, so the tests above really run in parallel.
+    Checked in a fresh interpreter without PYTHON_GIL, which would force the answer."""
+    import subprocess
+    import sys
+    import sysconfig
+
+    if not sysconfig.get_config_var("Py_GIL_DISABLED"):
+        pytest.skip("not a free-threaded interpreter: the GIL is always on")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHON_GIL"}
+    script = (
+        "import importlib.util, sys, dlbridge\n"
+        "peers = ['numpy', 'torch', 'jax', 'pyarrow', 'ml_dtypes', 'pandas']\n"
+        "here = [p for p in peers if importlib.util.find_spec(p)]\n"
+        "for p in here: __import__(p)\n"
+        "print(sys._is_gil_enabled(), ','.join(here))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    enabled, imported = done.stdout.split()
+    assert enabled == "False", f"the GIL came back with {imported} imported"

@@ -3,10 +3,10 @@
 
 use pyo3::prelude::*;
 
-// `gil_used = true`: the module says it needs the GIL, so a free-threaded interpreter re-enables
-// the GIL when importing it. PyO3 would otherwise declare free-threading support, and nothing
-// has tested Tensor (its exports, owners and copies) without the GIL yet.
-#[pymodule(gil_used = true)]
+// `gil_used = false`: nothing in dlbridge uses the GIL as a lock (docs/ARCHITECTURE.md,
+// "Threads without the GIL", lists each piece of shared state and what guards it), so a
+// free-threaded interpreter keeps the GIL off when it imports this module.
+#[pymodule(gil_used = false)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     dlbridge::python::register(m)

@@ -94,12 +94,11 @@ fn passthrough(x: Tensor) -> Tensor {
 /// The `dlbridge_example` module: the functions above. It does not call
 /// `dlbridge::python::register` (which would add dlbridge's classes and functions): a
 /// returned `Tensor` works without it.
-// `gil_used = true`, as the `dlbridge` module itself says for now: a free-threaded interpreter
-// turns the GIL back on when it imports this module. The functions here would be sound without
-// it (the only shared memory they write, in `scale`, is lent under the contract stated there),
-// and PyO3's default would declare free-threading support; the module keeps the GIL until
-// dlbridge's test suite has run on a free-threaded build.
-#[pymodule(gil_used = true)]
+// `gil_used = false`: the module runs without the GIL on a free-threaded interpreter. The only
+// shared memory its functions write (in `scale`) is lent under the contract stated there, and
+// the `Tensor` arguments and results are safe to share between threads (dlbridge's own module
+// makes the same declaration).
+#[pymodule(gil_used = false)]
 fn dlbridge_example(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(total, m)?)?;
     m.add_function(wrap_pyfunction!(total_numpy, m)?)?;

@@ -29,6 +29,7 @@ use crate::ffi::arrow::{
 };
 use crate::python::held::with_gil;
 use crate::python::protocols::Protocols;
+use crate::python::raised::SavedException;
 use crate::tensor::Tensor;
 
 /// Capsule name of an `ArrowSchema`.
@@ -77,12 +78,7 @@ unsafe extern "C" fn destroy<T: CapsuleStruct>(capsule: *mut ffi::PyObject) {
     // T::CAPSULE_NAME around a `Box<T>`; the in-flight exception is saved first and restored
     // last.
     unsafe {
-        let (mut t, mut v, mut tb) = (
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-        );
-        ffi::PyErr_Fetch(&mut t, &mut v, &mut tb);
+        let saved = SavedException::take();
         let raw = ffi::PyCapsule_GetPointer(capsule, T::CAPSULE_NAME.as_ptr()).cast::<T>();
         if raw.is_null() {
             ffi::PyErr_WriteUnraisable(capsule);
@@ -93,7 +89,7 @@ unsafe extern "C" fn destroy<T: CapsuleStruct>(capsule: *mut ffi::PyObject) {
                 release(boxed.base());
             }
         }
-        ffi::PyErr_Restore(t, v, tb);
+        saved.restore();
     }
 }
 

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 
 use crate::ffi::dlpack::{DLManagedTensor, DLManagedTensorVersioned};
 use crate::managed::ManagedTensor;
+use crate::python::raised::SavedException;
 use crate::python::{errors, producers};
 use crate::tensor::Tensor;
 
@@ -69,19 +70,14 @@ fn destroy(capsule: *mut ffi::PyObject, fresh: &CStr, used: &CStr, versioned: bo
         if ffi::PyCapsule_IsValid(capsule, used.as_ptr()) == 1 {
             return;
         }
-        let (mut t, mut v, mut tb) = (
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-        );
-        ffi::PyErr_Fetch(&mut t, &mut v, &mut tb);
+        let saved = SavedException::take();
         let raw = ffi::PyCapsule_GetPointer(capsule, fresh.as_ptr());
         if raw.is_null() {
             ffi::PyErr_WriteUnraisable(capsule);
         } else {
             drop(reclaim(raw, versioned));
         }
-        ffi::PyErr_Restore(t, v, tb);
+        saved.restore();
     }
 }
 

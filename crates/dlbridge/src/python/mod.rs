@@ -27,6 +27,7 @@ pub(crate) mod pandas;
 pub(crate) mod pickle;
 pub(crate) mod producers;
 pub(crate) mod protocols;
+pub(crate) mod raised;
 pub(crate) mod shared;
 pub(crate) mod torch;
 pub(crate) mod torch_native;

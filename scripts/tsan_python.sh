@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The Python thread tests under ThreadSanitizer, on free-threaded CPython with the GIL off:
+#   bash scripts/tsan_python.sh [PYTEST ARGS...]     (default: tests/test_threads.py)
+#
+# Too slow for every CI run (a sanitized interpreter is built once, about 15 minutes on two
+# cores, and the tests run several times slower), so the test command does not run it; run it
+# after changing code that threads share (docs/ARCHITECTURE.md, "Threads without the GIL").
+#   1. builds CPython from DLBRIDGE_FT_SOURCE (a CPython 3.14 source tree or tarball, as for
+#      scripts/freethreaded.sh) with `--disable-gil --with-thread-sanitizer` into
+#      $DLBRIDGE_TSAN_DIR/python (default ~/.cache/dlbridge/tsan), once per source;
+#   2. makes a venv there with pytest, hypothesis and NumPy (NumPy's wheel is not sanitized:
+#      its own races go unseen, and the interpreter's suppressions, which CPython keeps in
+#      Tools/tsan/, cover what its free-threaded build is known to report);
+#   3. builds the extension with the nightly toolchain, `-Zsanitizer=thread` and the standard
+#      library rebuilt with it (-Zbuild-std), for that interpreter, into
+#      "${CARGO_TARGET_DIR:-target}/tsan-python", and puts it beside a copy of the package;
+#   4. runs pytest with PYTHON_GIL=0 and TSAN_OPTIONS=halt_on_error=1: the first race report
+#      fails the run.
+# Without a source or a nightly toolchain with rust-src, it says SKIPPED (FAILED under CI=true).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+WORK="${DLBRIDGE_TSAN_DIR:-$HOME/.cache/dlbridge/tsan}"
+PREFIX="$WORK/python"
+TSAN_VENV="$WORK/venv"
+TOOLCHAIN="${DLBRIDGE_TSAN_TOOLCHAIN:-nightly}"
+say() { printf 'tsan_python: %s\n' "$*" >&2; }
+# shellcheck source=scripts/skip_or_fail.sh
+. "$REPO/scripts/skip_or_fail.sh"
+
+SOURCE="${DLBRIDGE_FT_SOURCE:-}"
+if [ -z "$SOURCE" ] || [ ! -e "$SOURCE" ]; then
+    skip_or_fail tsan_python "no CPython 3.14 source: set DLBRIDGE_FT_SOURCE to a source tree or tarball"
+fi
+cargo "+$TOOLCHAIN" --version >/dev/null 2>&1 ||
+    skip_or_fail tsan_python "no $TOOLCHAIN toolchain (rustup toolchain install $TOOLCHAIN)"
+SYSROOT="$(rustc "+$TOOLCHAIN" --print sysroot)"
+if [ ! -d "$SYSROOT/lib/rustlib/src/rust/library" ]; then
+    rustup component add rust-src --toolchain "$TOOLCHAIN" >&2 ||
+        skip_or_fail tsan_python "rustup component add rust-src --toolchain $TOOLCHAIN failed"
+fi
+SOURCE="$(realpath "$SOURCE")"
+mkdir -p "$WORK"
+
+# 1. The sanitized interpreter, once per source (as scripts/freethreaded.sh builds its own).
+if [ -f "$SOURCE" ]; then
+    stamp="$(sha256sum "$SOURCE" | cut -d' ' -f1)"
+else
+    stamp="$SOURCE"
+fi
+if [ "$(cat "$PREFIX/.source" 2>/dev/null)" != "$stamp" ]; then
+    say "building CPython from $SOURCE (--disable-gil --with-thread-sanitizer); logs in $WORK"
+    rm -rf "$WORK/src" "$PREFIX.new" "$TSAN_VENV"
+    mkdir -p "$WORK/src"
+    if [ -f "$SOURCE" ]; then
+        tar -xf "$SOURCE" -C "$WORK/src" --strip-components=1
+    else
+        cp -a "$SOURCE/." "$WORK/src/"
+    fi
+    (
+        cd "$WORK/src"
+        ./configure --disable-gil --with-thread-sanitizer --prefix="$PREFIX" \
+            --with-ensurepip=install >"$WORK/configure.log"
+        make -j"$(nproc)" >"$WORK/make.log" 2>&1
+        make install DESTDIR="$PREFIX.new" >"$WORK/install.log" 2>&1
+    )
+    rm -rf "$PREFIX"
+    mv "$PREFIX.new$PREFIX" "$PREFIX"
+    rm -rf "$PREFIX.new"
+    mkdir -p "$PREFIX/share/tsan"
+    cp "$WORK/src/Tools/tsan/"*.txt "$PREFIX/share/tsan/"
+    rm -rf "$WORK/src"
+    echo "$stamp" >"$PREFIX/.source"
+fi
+PY="$(find "$PREFIX/bin" -maxdepth 1 -name 'python3.*t' -type f | sort | head -n1)"
+SUPPRESSIONS="$PREFIX/share/tsan/suppressions_free_threading.txt"
+# The interpreter's own suppressions: reports CPython knows of in its free-threaded build.
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$SUPPRESSIONS"
+
+# 2. The venv.
+[ -x "$TSAN_VENV/bin/python" ] || "$PY" -m venv "$TSAN_VENV"
+VPY="$TSAN_VENV/bin/python"
+"$VPY" -m pip install -q --upgrade --only-binary=:all: pip pytest pytest-timeout hypothesis numpy
+
+# 3. The sanitized extension beside a copy of the package.
+HOST="$(rustc "+$TOOLCHAIN" -vV | sed -n 's/^host: //p')"
+TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}/tsan-python"
+say "building the extension with -Zsanitizer=thread for $HOST"
+(
+    cd "$REPO"
+    PYO3_PYTHON="$VPY" RUSTFLAGS="-Zsanitizer=thread" CARGO_TARGET_DIR="$TARGET_DIR" \
+        cargo "+$TOOLCHAIN" build -q -p dlbridge-py --release -Zbuild-std --target "$HOST"
+)
+PKG="$WORK/package"
+rm -rf "$PKG"
+mkdir -p "$PKG"
+cp -a "$REPO/python/dlbridge" "$PKG/"
+rm -f "$PKG"/dlbridge/_native*.so
+suffix="$("$VPY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
+cp "$TARGET_DIR/$HOST/release/lib_native.so" "$PKG/dlbridge/_native$suffix"
+
+# 4. The thread tests, GIL off, halting on the first report.
+if [ "$#" -eq 0 ]; then
+    set -- tests/test_threads.py
+fi
+cd "$REPO"
+export PYTHON_GIL=0 PYTHONPATH="$PKG"
+"$VPY" -c 'import sys, dlbridge; assert not sys._is_gil_enabled(); print("tsan_python:", dlbridge.__file__, file=sys.stderr)'
+exec "$VPY" -m pytest -p no:cacheprovider --timeout="${DLBRIDGE_PYTEST_TIMEOUT:-1800}" "$@"
