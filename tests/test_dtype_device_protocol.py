@@ -235,6 +235,30 @@ def test_device_protocol_round_trips():
         assert d == Dev(pair)
 
 
+def test_tpu_device_types():
+    # kDLTPU = 19 and kDLTPUHost = 20, added to the header after DLPack 1.3.
+    from dlbridge.check.refcapsule import RefArray
+
+    assert dlbridge.Device("tpu:1").__dlpack_device__() == (19, 1)
+    assert dlbridge.Device((20, 0)).name == "tpu_host"
+    assert str(dlbridge.Device((20, 0))) == "tpu_host:0"
+    assert dlbridge.Device("tpu_host") == (20, 0) and dlbridge.Device((19, 2)).name == "tpu"
+    a = np.arange(6.0).reshape(2, 3)
+    # TPU pinned host memory is host memory, as CUDA's is: the host reads it in place.
+    t = dlbridge.from_dlpack(RefArray(a, mode="tpu_host"))
+    assert t.device == "tpu_host:0" and t.data_ptr == a.ctypes.data
+    view = np.asarray(memoryview(t))  # the buffer protocol: host memory only
+    assert np.shares_memory(view, a) and t.tolist() == a.tolist()
+    # TPU memory is not: the host gets it only from the producer, as a copy.
+    t = dlbridge.from_dlpack(RefArray(a, mode="tpu"))
+    assert t.device == "tpu:0"
+    with pytest.raises(BufferError):
+        memoryview(t)
+    copied = dlbridge.from_dlpack(RefArray(a, mode="tpu"), device="cpu")
+    assert copied.device == "cpu" and copied.data_ptr != a.ctypes.data
+    assert dlbridge.to_numpy(copied).tolist() == a.tolist()
+
+
 @pytest.mark.parametrize(
     "value",
     [[1, 0], (1,), (1, 0, 0), ("cpu", 0), (1.0, 0), (0, 0), (-2, 0), (2, -1), (1 << 40, 0), None],
