@@ -1308,7 +1308,7 @@ class RefLib(Library):
         return x.data_ptr if isinstance(x, rc.RefArray) else None
 
     def src_device(self, x):
-        return (1, 0)
+        return x.__dlpack_device__() if isinstance(x, rc.RefArray) else (1, 0)
 
     def device_arg(self, which):
         if which in ("cpu", "native"):
