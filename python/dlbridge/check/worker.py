@@ -157,6 +157,9 @@ def build_source(plib: Library, case: Case) -> Source:
             src.export_error = e
     if isinstance(x, rc.RefArray):
         src.declared_readonly = x.readonly
+        # Release the capsules read above but not consumed (memory the host cannot read): the
+        # deleter count of the exchange itself starts from here.
+        x.finish()
     return src
 
 
