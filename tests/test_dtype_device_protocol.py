@@ -25,9 +25,11 @@ DTYPE_NAMES = [
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
     "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
     "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn",
-    "float4_e2m1fn",
+    "float4_e2m1fn", "bcomplex32",
 ]  # fmt: skip
-ML_DTYPES_NAMES = [n for n in DTYPE_NAMES if n == "bfloat16" or n.startswith("float") and "_" in n]
+ML_DTYPES_NAMES = [
+    n for n in DTYPE_NAMES if n in ("bfloat16", "bcomplex32") or n.startswith("float") and "_" in n
+]
 
 
 class DataType:
@@ -79,6 +81,7 @@ def test_dtype_protocol_codes():
     assert dlbridge.DType("bfloat16").__dlpack_data_type__() == (4, 16, 1)
     assert dlbridge.DType("bool").__dlpack_data_type__() == (6, 8, 1)
     assert dlbridge.DType("float4_e2m1fn").__dlpack_data_type__() == (17, 4, 1)
+    assert dlbridge.DType("bcomplex32").__dlpack_data_type__() == (18, 32, 1)  # after 1.3
     assert dlbridge.DType(DataType((1, 8, 1))) == "uint8"
 
 
