@@ -25,9 +25,11 @@ DTYPE_NAMES = [
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
     "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
     "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn",
-    "float4_e2m1fn",
+    "float4_e2m1fn", "bcomplex32",
 ]  # fmt: skip
-ML_DTYPES_NAMES = [n for n in DTYPE_NAMES if n == "bfloat16" or n.startswith("float") and "_" in n]
+ML_DTYPES_NAMES = [
+    n for n in DTYPE_NAMES if n in ("bfloat16", "bcomplex32") or n.startswith("float") and "_" in n
+]
 
 
 class DataType:
@@ -79,6 +81,7 @@ def test_dtype_protocol_codes():
     assert dlbridge.DType("bfloat16").__dlpack_data_type__() == (4, 16, 1)
     assert dlbridge.DType("bool").__dlpack_data_type__() == (6, 8, 1)
     assert dlbridge.DType("float4_e2m1fn").__dlpack_data_type__() == (17, 4, 1)
+    assert dlbridge.DType("bcomplex32").__dlpack_data_type__() == (18, 32, 1)  # after 1.3
     assert dlbridge.DType(DataType((1, 8, 1))) == "uint8"
 
 
@@ -233,6 +236,30 @@ def test_device_protocol_round_trips():
         assert type(pair) is tuple and pair == (d.type, d.id)
         assert dlbridge.Device(Dev(pair)) == d
         assert d == Dev(pair)
+
+
+def test_tpu_device_types():
+    # kDLTPU = 19 and kDLTPUHost = 20, added to the header after DLPack 1.3.
+    from dlbridge.check.refcapsule import RefArray
+
+    assert dlbridge.Device("tpu:1").__dlpack_device__() == (19, 1)
+    assert dlbridge.Device((20, 0)).name == "tpu_host"
+    assert str(dlbridge.Device((20, 0))) == "tpu_host:0"
+    assert dlbridge.Device("tpu_host") == (20, 0) and dlbridge.Device((19, 2)).name == "tpu"
+    a = np.arange(6.0).reshape(2, 3)
+    # TPU pinned host memory is host memory, as CUDA's is: the host reads it in place.
+    t = dlbridge.from_dlpack(RefArray(a, mode="tpu_host"))
+    assert t.device == "tpu_host:0" and t.data_ptr == a.ctypes.data
+    view = np.asarray(memoryview(t))  # the buffer protocol: host memory only
+    assert np.shares_memory(view, a) and t.tolist() == a.tolist()
+    # TPU memory is not: the host gets it only from the producer, as a copy.
+    t = dlbridge.from_dlpack(RefArray(a, mode="tpu"))
+    assert t.device == "tpu:0"
+    with pytest.raises(BufferError):
+        memoryview(t)
+    copied = dlbridge.from_dlpack(RefArray(a, mode="tpu"), device="cpu")
+    assert copied.device == "cpu" and copied.data_ptr != a.ctypes.data
+    assert dlbridge.to_numpy(copied).tolist() == a.tolist()
 
 
 @pytest.mark.parametrize(

@@ -88,7 +88,8 @@ class Device:
         """The device ordinal."""
     @property
     def name(self) -> str:
-        """The device kind name (``"cpu"``, ``"cuda"``, ``"cuda_host"``, ``"oneapi"``...)."""
+        """The device kind name (``"cpu"``, ``"cuda"``, ``"cuda_host"``, ``"oneapi"``,
+        ``"tpu_host"``...)."""
     def __dlpack_device__(self) -> tuple[int, int]:
         """``(type, id)``."""
     def __eq__(self, other: object) -> bool: ...

@@ -197,3 +197,67 @@ def test_jax_bfloat16_both_ways():
     back = dlbridge.to_numpy(j)  # JAX buffers are immutable: a read-only view
     assert back.dtype == ml_dtypes.bfloat16 and not back.flags.writeable
     np.testing.assert_array_equal(bits(back), bits(a))
+
+
+# ------------------------------------------------------------------------------ bcomplex32
+
+
+def test_bcomplex32_round_trips_zero_copy():
+    # kDLBcomplex (code 18, bits 32): a complex of two bfloat16, added to the header after 1.3.
+    if not hasattr(ml_dtypes, "bcomplex32"):
+        pytest.skip("this ml_dtypes has no bcomplex32")
+    a = np.array([[1 + 2j, -0.5 + 3j], [4 - 1j, 0j]], dtype=ml_dtypes.bcomplex32)[:, ::-1]
+    t = dlbridge.from_dlpack(a)
+    assert (t.dtype.code, t.dtype.bits, t.dtype.lanes) == (18, 32, 1) and t.dtype == "bcomplex32"
+    assert t.data_ptr == a.ctypes.data and t.strides == (2, -1) and not t.is_copied
+    assert t.tolist() == [[-0.5 + 3j, 1 + 2j], [0j, 4 - 1j]]
+    back = dlbridge.to_numpy(t)
+    assert back.dtype == a.dtype and np.shares_memory(back, a)
+    np.testing.assert_array_equal(bits(back), bits(a))
+    converted = dlbridge.convert(a, "numpy")
+    assert converted.dtype == a.dtype and np.shares_memory(converted, a)
+    info = inspect_capsule(t.__dlpack__(max_version=(1, 3)))
+    assert info["dtype"] == (18, 32, 1)
+    with pytest.raises(BufferError, match="needs DLPack 1.3"):  # unknown to older consumers
+        t.__dlpack__(max_version=(1, 2))
+    a.flags.writeable = False
+    assert not dlbridge.to_numpy(dlbridge.from_dlpack(a)).flags.writeable
+
+
+def test_bcomplex32_targets_without_it_refuse_with_the_reason():
+    if not hasattr(ml_dtypes, "bcomplex32"):
+        pytest.skip("this ml_dtypes has no bcomplex32")
+    pytest.importorskip("torch")  # torch has the dtype, but its DLPack code refuses it
+    a = np.zeros(3, dtype=ml_dtypes.bcomplex32)
+    with pytest.raises(BufferError, match="no bcomplex32 through DLPack"):
+        dlbridge.convert(a, "torch")
+
+
+# --------------------------------------------------------------------- NumPy's DLPack registry
+
+_REGISTRY_PROBE = """
+import numpy as np, ml_dtypes, dlbridge
+a = np.arange(4, dtype=np.float32).astype(ml_dtypes.bfloat16)
+assert dlbridge.convert(a, "numpy").dtype == a.dtype
+assert dlbridge.to_numpy(dlbridge.from_dlpack(a)).dtype == a.dtype
+for probe in (a.__dlpack__, lambda: np.from_dlpack(dlbridge.from_dlpack(a))):
+    try:
+        probe()
+    except BufferError:
+        continue
+    raise SystemExit("NumPy's DLPack registry maps bfloat16 now")
+"""
+
+
+def test_dlbridge_registers_no_dtype_with_numpy():
+    # NumPy >= 2.5 exchanges a dtype registered with numpy.dtypes.register_dlpack_dtype; that
+    # registry is process-wide and its entries cannot be taken back, so dlbridge never adds to
+    # it: after dlbridge's bfloat16 imports and conversions NumPy still neither exports nor
+    # imports bfloat16 through its own DLPack code. (A fresh process: nothing else registered.)
+    import subprocess
+    import sys
+
+    if not hasattr(np.dtypes, "register_dlpack_dtype"):
+        pytest.skip("this NumPy has no DLPack dtype registry")
+    proc = subprocess.run([sys.executable, "-c", _REGISTRY_PROBE], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]

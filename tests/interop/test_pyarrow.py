@@ -14,6 +14,8 @@ Peer facts (pyarrow 26, checked on this machine):
 - ``pa.array(obj, type=None)`` asks ``obj.__arrow_array__(type=type)`` before the PyCapsule
   interface, refuses ``mask``/``size`` with it, and casts a result whose type differs; its own
   cast after ``__arrow_c_device_array__`` is broken in pyarrow 26 (AttributeError).
+- ``pa.Array.__dlpack__()`` (keyword-only arguments) without ``max_version`` hands out a legacy
+  capsule of the immutable memory: torch imports it writable, NumPy read-only.
 - ``pa.Array.__dlpack__`` of an empty array has a NULL data pointer (NumPy then ignores
   READ_ONLY), so dlbridge imports empty pyarrow arrays through the Arrow interface.
 """
@@ -79,6 +81,25 @@ def test_pyarrow_array_capsule_read_only_flag():  # C12
     assert inspect_capsule(t.__dlpack__())["data_ptr"] != t.data_ptr
     with pytest.raises(BufferError, match="max_version"):
         t.__dlpack__(copy=False)
+
+
+def test_pyarrow_legacy_capsule_imports_read_only():  # C13
+    # pyarrow hands out a legacy capsule of its immutable memory (which cannot say read-only),
+    # and a consumer that trusts legacy capsules to be writable writes into it: torch does.
+    torch = pytest.importorskip("torch")
+    victim = pa.array([1.0, 2.0, 3.0])
+    direct = torch.from_dlpack(victim.__dlpack__())
+    direct[0] = 99.0
+    assert victim[0].as_py() == 99.0
+    # dlbridge keeps pyarrow's legacy capsules read-only: pyarrow is not one of the producers
+    # whose legacy capsules may be written (mutable arrays exporting their own memory).
+    assert "pyarrow" not in dlbridge._native._LEGACY_CAPSULES_WRITABLE
+    arr = pa.array([1.0, 2.0, 3.0])
+    cap = arr.__dlpack__()
+    assert inspect_capsule(cap)["versioned"] is False
+    t = dlbridge.from_dlpack(cap)
+    assert t.readonly and t.data_ptr == arr.buffers()[1].address
+    assert not dlbridge.to_numpy(t).flags.writeable
 
 
 def test_pyarrow_bool_bitpacked_is_copied_or_refused():  # C24

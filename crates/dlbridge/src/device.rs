@@ -42,8 +42,12 @@ impl DeviceType {
     pub const MAIA: Self = Self(17);
     /// `kDLTrn`
     pub const TRN: Self = Self(18);
+    /// `kDLTPU` (added to the header after DLPack 1.3, with the minor version still 3)
+    pub const TPU: Self = Self(19);
+    /// `kDLTPUHost`: pinned host memory of a TPU runtime (added after DLPack 1.3)
+    pub const TPU_HOST: Self = Self(20);
 
-    pub(crate) const NAMES: [(Self, &'static str); 16] = [
+    pub(crate) const NAMES: [(Self, &'static str); 18] = [
         (Self::CPU, "cpu"),
         (Self::CUDA, "cuda"),
         (Self::CUDA_HOST, "cuda_host"),
@@ -60,6 +64,8 @@ impl DeviceType {
         (Self::HEXAGON, "hexagon"),
         (Self::MAIA, "maia"),
         (Self::TRN, "trn"),
+        (Self::TPU, "tpu"),
+        (Self::TPU_HOST, "tpu_host"),
     ];
 
     /// The name (`"cpu"`, `"cuda"`, ...), or `None` for a type this version does not know.
@@ -71,10 +77,15 @@ impl DeviceType {
     }
 
     /// True when the host CPU can read and write the memory directly.
+    ///
+    /// `kDLTPUHost` is host memory: upstream added it as the TPU mirror of `kDLCUDAHost`
+    /// (pinned host RAM that a TPU runtime transfers to and from faster; JAX exports arrays of
+    /// its `pinned_host` memory kind with it), while unpinned host memory stays `kDLCPU`.
+    /// `kDLTPU` is device memory, like `kDLCUDA`.
     pub fn is_host_accessible(self) -> bool {
         matches!(
             self,
-            Self::CPU | Self::CUDA_HOST | Self::ROCM_HOST | Self::CUDA_MANAGED
+            Self::CPU | Self::CUDA_HOST | Self::ROCM_HOST | Self::CUDA_MANAGED | Self::TPU_HOST
         )
     }
 }
@@ -144,6 +155,8 @@ mod tests {
             "cuda:1",
             "oneapi:0",
             "cuda_host:0",
+            "tpu:1",
+            "tpu_host:0",
             "device42:3",
         ] {
             assert_eq!(text.parse::<Device>().unwrap().to_string(), text);
@@ -165,5 +178,11 @@ mod tests {
         assert!(!DeviceType::CUDA.is_host_accessible());
         assert!(!DeviceType::ONEAPI.is_host_accessible());
         assert!(!DeviceType(99).is_host_accessible());
+        // The codes merged after DLPack 1.3: TPU device memory, and its pinned host memory.
+        assert!(!DeviceType::TPU.is_host_accessible());
+        assert!(DeviceType::TPU_HOST.is_host_accessible());
+        assert_eq!(DeviceType(19).name(), Some("tpu"));
+        assert_eq!(DeviceType(20).name(), Some("tpu_host"));
+        assert_eq!(DeviceType(21).name(), None);
     }
 }

@@ -49,6 +49,9 @@ impl TypeCode {
     pub const FLOAT6_E3M2FN: Self = Self(16);
     /// `kDLFloat4_e2m1fn`
     pub const FLOAT4_E2M1FN: Self = Self(17);
+    /// `kDLBcomplex`: a complex number of two bfloat16 halves (bits count both), laid out as
+    /// `kDLComplex` is. Added to the header after DLPack 1.3, with the minor version still 3.
+    pub const BCOMPLEX: Self = Self(18);
 }
 
 /// An element type: DLPack code, bits per lane and lanes. Only valid combinations can be built
@@ -119,6 +122,8 @@ static TABLE: &[Entry] = &[
     e("float6_e2m3fn", TypeCode::FLOAT6_E2M3FN, 6, None, None, 1),
     e("float6_e3m2fn", TypeCode::FLOAT6_E3M2FN, 6, None, None, 1),
     e("float4_e2m1fn", TypeCode::FLOAT4_E2M1FN, 4, None, None, 1),
+    // The header that added it still says DLPack 1.3: a 1.3 consumer may be sent it.
+    e("bcomplex32", TypeCode::BCOMPLEX, 32, None, None, 3),
 ];
 
 fn entry(code: TypeCode, bits: u8) -> Option<&'static Entry> {
@@ -145,6 +150,7 @@ fn index(code: TypeCode, bits: u8) -> Option<usize> {
         (c @ 7..=14, 8) => Some(15 + usize::from(c - 7)),
         (c @ 15..=16, 6) => Some(23 + usize::from(c - 15)),
         (17, 4) => Some(25),
+        (18, 32) => Some(26),
         _ => None,
     }
 }
@@ -458,7 +464,7 @@ mod tests {
             assert_eq!(vector.name(), format!("{}x4", dt.name()));
             assert_eq!(DType::from_name(&vector.name()), Some(vector));
         }
-        assert_eq!(all_dtypes().count(), 26);
+        assert_eq!(all_dtypes().count(), 27);
         for bad in [
             "float32x1",
             "float32x0",
@@ -513,7 +519,9 @@ mod tests {
         assert!(DType::new(TypeCode::FLOAT6_E2M3FN, 8, 1).is_err());
         assert!(DType::new(TypeCode::FLOAT4_E2M1FN, 8, 1).is_err());
         assert!(DType::new(TypeCode::BOOL, 1, 1).is_err());
-        assert!(DType::new(TypeCode(18), 8, 1).is_err());
+        assert!(DType::new(TypeCode::BCOMPLEX, 16, 1).is_err());
+        assert!(DType::new(TypeCode::BCOMPLEX, 64, 1).is_err());
+        assert!(DType::new(TypeCode(19), 8, 1).is_err());
         assert!(DType::new(TypeCode::OPAQUE_HANDLE, 64, 1).is_err());
         assert!(DType::new(TypeCode::INT, 32, 0).is_err());
     }
@@ -544,7 +552,11 @@ mod tests {
             reason(2, 8, 1),
             "this bit width is not valid for the type code"
         );
-        assert_eq!(reason(18, 8, 1), "unknown type code (from a newer DLPack?)");
+        assert_eq!(
+            reason(18, 8, 1),
+            "this bit width is not valid for the type code"
+        );
+        assert_eq!(reason(19, 8, 1), "unknown type code (from a newer DLPack?)");
     }
 
     #[test]
@@ -600,5 +612,10 @@ mod tests {
             DType::from_name("float8_e4m3fn").unwrap().code(),
             TypeCode(10)
         );
+        let bcomplex = DType::from_name("bcomplex32").unwrap();
+        assert_eq!((bcomplex.code(), bcomplex.bits()), (TypeCode(18), 32));
+        assert_eq!(bcomplex.itemsize(), 4);
+        assert_eq!(bcomplex.min_dlpack_minor(), 3);
+        assert_eq!((bcomplex.buffer_format(), bcomplex.typestr()), (None, None));
     }
 }

@@ -33,6 +33,8 @@ class Case:
     expect_type_error: bool = False
     reduce: bool = False
     strict_strides: bool = False  # C10: strides of the extent > 1 dims must be the C strides
+    #: why a direct refusal is a finding against the peers (they have what the exchange needs)
+    peers_can: str | None = None
 
 
 FEATURES = {
@@ -65,6 +67,8 @@ DTYPES = [
     ("complex128", ()),
     ("float8_e4m3fn", ("C26",)),
     ("float8_e5m2", ("C26",)),
+    # kDLBcomplex (two bfloat16 halves), added to the header after DLPack 1.3
+    ("bcomplex32", ()),
 ]
 
 
@@ -520,7 +524,59 @@ def _build_cases() -> list[Case]:
             refuse="DLPack cannot carry autograd state; BufferError naming detach (C29)",
         )
     )
+    cases += _newer_header_cases()
     return cases
+
+
+def _newer_header_cases() -> list[Case]:
+    """Cases for what the DLPack header and the peers added in 2026: the TPU device types, a
+    read-only 1-D array asked for a legacy capsule (pyarrow.Array's legacy export), and the
+    bfloat16 exchange NumPy could make through its DLPack dtype registry."""
+    f64 = "float64"
+    ref = ("dlpack-ref",)
+    return [
+        Case(
+            "device/tpu_host",
+            "device",
+            "host memory exported as TPU pinned host memory (kDLTPUHost, a CPU consumer may "
+            "read it)",
+            ("C33",),
+            Recipe(f64, (3, 4)),
+            mode="tpu_host",
+            producers=ref,
+        ),
+        Case(
+            "device/tpu",
+            "device",
+            "memory on a TPU (kDLTPU), no device= (a CPU consumer must refuse with a hint)",
+            ("C36",),
+            Recipe(f64, (3, 4)),
+            mode="tpu",
+            producers=ref,
+        ),
+        Case(
+            "capsule/legacy_readonly_1d",
+            "capsule",
+            "read-only 1-D array asked for a legacy capsule (an immutable pyarrow.Array)",
+            ("C13",),
+            Recipe(f64, (12,), readonly=True),
+            mode="legacy",
+            refuse="a legacy capsule cannot say read-only, so the producer must refuse it or "
+            "hand out a copy (C13)",
+        ),
+        Case(
+            "dtype/bfloat16_registry",
+            "dtype",
+            "bfloat16 (ml_dtypes) between NumPy and JAX: NumPy exchanges it only when its "
+            "DLPack dtype registry has it",
+            ("C25",),
+            Recipe("bfloat16", (12,)),
+            producers=("numpy", "jax"),
+            peers_can="NumPy >= 2.5 imports and exports any dtype registered with "
+            "numpy.dtypes.register_dlpack_dtype, and ml_dtypes, which defines bfloat16 for "
+            "NumPy, registers none",
+        ),
+    ]
 
 
 CASES: list[Case] = _build_cases()

@@ -870,7 +870,7 @@ class ArrowProducerLib(Library):
     consumer = False
     note = "Arrow C data only (no DLPack): producer for dlbridge's Arrow import"
     #: dtypes (names or prefixes) the library has no array of
-    lacks: tuple[str, ...] = ("bfloat16", "float8", "complex")
+    lacks: tuple[str, ...] = ("bfloat16", "float8", "complex", "bcomplex")
 
     def build(self, mod: Any, values: np.ndarray) -> Any:
         raise NotImplementedError
@@ -892,7 +892,7 @@ class ArrowProducerLib(Library):
 
 class NanoarrowLib(ArrowProducerLib):
     name = module = dist = pip = "nanoarrow"
-    lacks = ("bool", "bfloat16", "float16", "float8", "complex")
+    lacks = ("bool", "bfloat16", "float16", "float8", "complex", "bcomplex")
 
     def build(self, na, values):
         return na.c_array(values)
@@ -910,7 +910,7 @@ class Arro3Lib(ArrowProducerLib):
 class PolarsLib(ArrowProducerLib):
     name = module = dist = pip = "polars"
     note = "Arrow C stream only (no DLPack): producer for dlbridge's Arrow import"
-    lacks = ("bfloat16", "float16", "float8", "complex")
+    lacks = ("bfloat16", "float16", "float8", "complex", "bcomplex")
 
     def build(self, pl, values):
         return pl.Series(values)
@@ -1206,7 +1206,7 @@ class CupyLib(Library):
         return complex(self.load().sum(y).get())
 
 
-_PANDAS_LACKS = ("bfloat16", "float8", "complex")  # Arrow has no such type
+_PANDAS_LACKS = ("bfloat16", "float8", "complex", "bcomplex")  # Arrow has no such type
 
 
 class PandasLib(Library):
@@ -1308,7 +1308,7 @@ class RefLib(Library):
         return x.data_ptr if isinstance(x, rc.RefArray) else None
 
     def src_device(self, x):
-        return (1, 0)
+        return x.__dlpack_device__() if isinstance(x, rc.RefArray) else (1, 0)
 
     def device_arg(self, which):
         if which in ("cpu", "native"):

@@ -34,7 +34,7 @@ IS_COPIED = 2
 REF_VERSION = (1, 3)
 
 #: Device types whose memory the CPU can read.
-HOST_DEVICES = {1: "cpu", 3: "cuda_host", 11: "rocm_host", 13: "cuda_managed"}
+HOST_DEVICES = {1: "cpu", 3: "cuda_host", 11: "rocm_host", 13: "cuda_managed", 20: "tpu_host"}
 DEVICE_NAMES = {
     1: "cpu",
     2: "cuda",
@@ -52,6 +52,8 @@ DEVICE_NAMES = {
     16: "hexagon",
     17: "maia",
     18: "trn",
+    19: "tpu",
+    20: "tpu_host",
 }
 
 #: (code, bits) -> dtype name (lanes must be 1).
@@ -79,10 +81,16 @@ DTYPE_NAMES = {
     (12, 8): "float8_e5m2",
     (13, 8): "float8_e5m2fnuz",
     (14, 8): "float8_e8m0fnu",
+    (18, 32): "bcomplex32",
 }
 DTYPE_CODES = {name: cb for cb, name in DTYPE_NAMES.items()}
 #: dtype codes added in DLPack 1.1 (a producer must not send them to a 1.0 consumer).
 CODES_SINCE_1_1 = set(range(7, 18))
+#: dtype codes the header added after DLPack 1.3 (kDLBcomplex) with the minor version still 3.
+CODES_SINCE_1_3 = {18}
+#: The modes of :class:`RefArray` whose capsules name another device type for host memory: the
+#: device types the header added after DLPack 1.3 (a TPU's memory, a TPU's pinned host memory).
+DEVICE_MODES = {"tpu": 19, "tpu_host": 20}
 
 
 def np_dtype(name: str) -> np.dtype:
@@ -432,7 +440,9 @@ class RefArray:
 
     ``mode`` selects a deliberately unusual export for the hostile cases:
     ``"normal"``, ``"legacy_null_strides"`` (C6), ``"v12_null_strides"`` (C7),
-    ``"major2"`` (C17), ``"null_data"`` (C9, zero-size with data == NULL).
+    ``"major2"`` (C17), ``"null_data"`` (C9, zero-size with data == NULL), and the modes of
+    :data:`DEVICE_MODES` (host memory exported under a TPU device type; ``dl_device=(1, 0)``
+    gets it as CPU memory, copied for ``"tpu"``, whose memory the host is not meant to read).
     """
 
     def __init__(self, arr: np.ndarray, *, readonly: bool = False, mode: str = "normal") -> None:
@@ -454,7 +464,7 @@ class RefArray:
         return self.arr.__array_interface__["data"][0]
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        return (1, 0)
+        return (DEVICE_MODES.get(self.mode, 1), 0)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         self.requests.append(
@@ -462,8 +472,14 @@ class RefArray:
         )
         if stream is not None:
             raise ValueError(f"stream={stream!r} is not valid for CPU memory (only None)")
-        if dl_device is not None and tuple(dl_device) != (1, 0):
+        here = self.__dlpack_device__()
+        if dl_device is not None and tuple(dl_device) not in ((1, 0), here):
             raise BufferError(f"the reference producer only exports to the CPU, not {dl_device}")
+        to_cpu = dl_device is not None and tuple(dl_device) == (1, 0) and here != (1, 0)
+        if to_cpu and self.mode == "tpu":
+            if copy is False:
+                raise BufferError("TPU memory reaches the CPU only as a copy, and copy=False")
+            copy = True  # "device" memory reaches the host as a copy
         if max_version is not None and (
             not isinstance(max_version, tuple) or len(max_version) != 2
         ):
@@ -487,6 +503,8 @@ class RefArray:
         code, bits = DTYPE_CODES[dtype_name(arr.dtype)]
         if code in CODES_SINCE_1_1 and (not versioned or tuple(max_version) < (1, 1)):
             raise BufferError(f"dtype {dtype_name(arr.dtype)} needs DLPack >= 1.1 (C26)")
+        if code in CODES_SINCE_1_3 and (not versioned or tuple(max_version) < (1, 3)):
+            raise BufferError(f"dtype {dtype_name(arr.dtype)} needs DLPack >= 1.3")
         ndim = arr.ndim
         itemsize = arr.itemsize
         shape = (c_int64 * max(ndim, 1))(*arr.shape)
@@ -507,7 +525,7 @@ class RefArray:
         t.data = (
             None if (mode == "null_data" or arr.size == 0) else arr.__array_interface__["data"][0]
         )
-        t.device.device_type, t.device.device_id = 1, 0
+        t.device.device_type, t.device.device_id = (1, 0) if to_cpu else here
         t.ndim = ndim
         t.dtype.code, t.dtype.bits, t.dtype.lanes = code, bits, 1
         t.shape = ctypes.cast(shape, ctypes.POINTER(c_int64)) if ndim else None

@@ -62,6 +62,8 @@ WORKAROUNDS = {
     "buffer": "use DLPack (from_dlpack) instead of the buffer protocol for this dtype",
     "alignment": "copy misaligned data before the exchange",
     "import": "the two libraries cannot be imported into one process here",
+    "peers_can": "register the dtype with numpy.dtypes.register_dlpack_dtype yourself (what "
+                 "the package defining it could do at import)",
 }
 
 

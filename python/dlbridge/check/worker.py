@@ -102,7 +102,8 @@ def build_source(plib: Library, case: Case) -> Source:
             x=ref.tolist(), ref=ref, dtype=ref.dtype.name, readonly=False, declared_readonly=None,
             ptr=None, device=(1, 0), elem_strides=None, has_dlpack=False,
         )
-    if case.mode in ("legacy_null_strides", "v12_null_strides", "major2", "null_data"):
+    if case.mode in ("legacy_null_strides", "v12_null_strides", "major2", "null_data",
+                     *rc.DEVICE_MODES):
         x = rc.RefArray(ref, mode=case.mode)
     else:
         x = plib.make(recipe, ref)
@@ -156,6 +157,9 @@ def build_source(plib: Library, case: Case) -> Source:
             src.export_error = e
     if isinstance(x, rc.RefArray):
         src.declared_readonly = x.readonly
+        # Release the capsules read above but not consumed (memory the host cannot read): the
+        # deleter count of the exchange itself starts from here.
+        x.finish()
     return src
 
 
@@ -241,6 +245,7 @@ def hand_over(src: Source, case: Case) -> Any:
         "v12_null_strides",
         "major2",
         "null_data",
+        *rc.DEVICE_MODES,
     ):
         return x
     if not src.has_dlpack:
@@ -735,6 +740,8 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
             fault = _exception_fault(e, pname, cname, src, case)
         if st == PASS:
             check = "right_refusal"  # the dlbridge route may refuse here too
+        if st == UNSUPPORTED and case.peers_can and isinstance(e, BufferError):
+            return _peers_could(detail, case)
         return result(st, detail, fault=fault if st in (FAIL, ERROR) else None, check=check)
     stage("inspect")
     obs = observe(y)
@@ -803,6 +810,15 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
             FAIL, f"accepted although it must refuse: {required}", fault=fault, check="accepted"
         )
     return result(PASS, "; ".join([_describe_pass(obs, src, case.copy)] + notes))
+
+
+def _peers_could(detail: str, case: Case) -> dict:
+    """A refusal the peers have the means to avoid (``case.peers_can``): a finding against them,
+    not an unsupported pair."""
+    return result(
+        FAIL, f"{detail}; the peers could exchange it: {case.peers_can}", fault="peers",
+        check="peers_can",
+    )
 
 
 def _verify_tensor_export(t: Any, src: Source, case: Case) -> set[str]:

@@ -9,6 +9,13 @@ from .base import BASIC_DTYPES, Device, Namespace
 
 
 class PyArrow(Namespace):
+    """pyarrow as a target: ``pa.array(t)``, through the Arrow C data interface
+    (``Tensor.__arrow_array__``), not ``pa.Array.from_dlpack`` / ``pa.Tensor.from_dlpack``
+    (pyarrow 26). The Arrow route does everything the DLPack one does, zero-copy, and more:
+    booleans become ``arrow.bool8`` without a copy (``Array.from_dlpack`` refuses kDLBool),
+    N-d tensors a ``fixed_shape_tensor`` array (``Array.from_dlpack`` takes only 1-d, unit
+    stride data; ``Tensor.from_dlpack`` gives a ``pa.Tensor``, not an array)."""
+
     name = module = pip = "pyarrow"
     aliases = ("pyarrow", "pa")
     immutable = True

@@ -16,8 +16,10 @@ from .._native import Device, Tensor
 CPU, CUDA, CUDA_HOST, OPENCL, VULKAN, METAL, VPI, ROCM, ROCM_HOST, EXT_DEV, CUDA_MANAGED, ONEAPI = (
     1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14,
 )
+#: kDLTPUHost: a TPU runtime's pinned host memory (added to dlpack.h after DLPack 1.3).
+TPU_HOST = 20
 #: Device types whose memory the host CPU reads directly.
-HOST_TYPES = frozenset({CPU, CUDA_HOST, ROCM_HOST, CUDA_MANAGED})
+HOST_TYPES = frozenset({CPU, CUDA_HOST, ROCM_HOST, CUDA_MANAGED, TPU_HOST})
 #: Device types dlbridge itself can copy from and to (host memory; CUDA through the driver).
 DLBRIDGE_REACHES = HOST_TYPES | {CUDA}
 

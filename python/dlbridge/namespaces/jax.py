@@ -122,6 +122,8 @@ class Jax(Namespace):
             jax.numpy.dtype(dtype)
         except TypeError:
             return f"refuse: JAX has no {dtype} dtype"
+        if dtype == "bcomplex32":  # an ml_dtypes type to jax.numpy, unknown to its DLPack code
+            return "refuse: JAX takes no bcomplex32 through DLPack"
         if dtype in SIXTY_FOUR_BIT and not self.x64():
             return (
                 f"refuse: without jax_enable_x64 JAX would silently narrow {dtype} to "

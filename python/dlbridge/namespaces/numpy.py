@@ -22,10 +22,14 @@ class NumPy(Namespace):
         return Device("cpu")
 
     def source(self, x):
-        # NumPy's __dlpack__ refuses ml_dtypes types (bfloat16, float8): hand dlbridge the
-        # same bytes as unsigned ints and view them as the real dtype (zero-copy).
+        # NumPy's __dlpack__ refuses ml_dtypes types (bfloat16, float8, bcomplex32): hand
+        # dlbridge the same bytes as unsigned ints and view them as the real dtype (zero-copy).
         name = x.dtype.name
-        if name not in BASIC_DTYPES and not name.startswith(SUBBYTE) and x.dtype.itemsize in (1, 2):
+        if (
+            name not in BASIC_DTYPES
+            and not name.startswith(SUBBYTE)
+            and x.dtype.itemsize in (1, 2, 4)
+        ):
             try:
                 target = DType(name)
             except ValueError:
@@ -33,7 +37,7 @@ class NumPy(Namespace):
             if target.itemsize != x.dtype.itemsize:
                 return x
             np = self.load()
-            unsigned = x.view(np.uint8 if x.dtype.itemsize == 1 else np.uint16)
+            unsigned = x.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[x.dtype.itemsize])
             from .._native import from_dlpack
 
             return from_dlpack(unsigned).view(target)
@@ -47,7 +51,7 @@ class NumPy(Namespace):
             return "dlpack"
         if dtype.startswith(SUBBYTE):
             return f"refuse: NumPy has no packed {dtype} (DLPack packs two 4-bit values per byte)"
-        if dtype == "bfloat16" or dtype.startswith(FLOAT8):
+        if dtype in ("bfloat16", "bcomplex32") or dtype.startswith(FLOAT8):
             if has_ml_dtypes():
                 return "ml_dtypes"
             return (
@@ -73,7 +77,8 @@ class _ArrayInterface:
 
 def ml_dtypes_view(t: Tensor) -> Any:
     """A zero-copy NumPy view of a host tensor whose dtype NumPy only knows through ml_dtypes
-    (bfloat16, float8): the bytes as unsigned ints, then viewed as the ml_dtypes type."""
+    (bfloat16, float8, bcomplex32): the bytes as unsigned ints, then viewed as the ml_dtypes
+    type."""
     import ml_dtypes
     import numpy as np
 

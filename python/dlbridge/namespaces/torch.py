@@ -91,6 +91,8 @@ class Torch(Namespace):
         dt = getattr(torch, dtype, None)
         if not isinstance(dt, torch.dtype):
             return f"refuse: torch {torch.__version__} has no {dtype} dtype"
+        if dtype == "bcomplex32":  # torch has the dtype, but its DLPack code refuses it
+            return f"refuse: torch {torch.__version__} takes no bcomplex32 through DLPack"
         if dtype.startswith(FLOAT8):
             return "capsule"  # torch asks for DLPack 1.0; float8 needs 1.1: hand it a capsule
         return "dlpack"

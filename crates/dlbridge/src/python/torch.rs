@@ -209,7 +209,7 @@ impl StateReaders {
         let code = dtype.map(DType::code);
         let may_require_grad =
             !matches!(code, Some(TypeCode::INT | TypeCode::UINT | TypeCode::BOOL));
-        let may_be_conj = code.is_none_or(|c| c == TypeCode::COMPLEX);
+        let may_be_conj = code.is_none_or(|c| matches!(c, TypeCode::COMPLEX | TypeCode::BCOMPLEX));
         Ok(State {
             requires_grad: may_require_grad && self.requires_grad(obj)?,
             conj: may_be_conj && self.is_conj(obj)?,

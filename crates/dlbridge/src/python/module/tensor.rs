@@ -249,6 +249,13 @@ fn scalar<'py>(py: Python<'py>, dtype: DType, b: &[u8]) -> PyResult<Bound<'py, P
             );
             PyComplex::from_doubles(py, re, im).into_any()
         }
+        (TypeCode::BCOMPLEX, 32) => {
+            let (re, im) = (
+                half::bf16::from_ne_bytes(arr(&b[..2])),
+                half::bf16::from_ne_bytes(arr(&b[2..])),
+            );
+            PyComplex::from_doubles(py, re.into(), im.into()).into_any()
+        }
         _ => {
             return Err(PyBufferError::new_err(format!(
                 "tolist() has no Python scalar for {dtype}; use dlbridge.to_numpy(t) (ml_dtypes) and convert from there"
