@@ -253,8 +253,8 @@ impl DLTensor {
     /// A non-owning description of `tensor` whose shape and strides point into its layout
     /// (valid while `tensor` lives and is not changed). For devices whose `data` is a real
     /// address, `data` is the first element and `byte_offset` is 0.
-    pub fn describing(tensor: &crate::Tensor) -> Self {
-        let (data, byte_offset) = crate::export::data_and_offset(tensor);
+    pub fn describing(tensor: &Tensor) -> Self {
+        let (data, byte_offset) = data_and_offset(tensor);
         let ndim = tensor.ndim();
         let (shape, strides) = if ndim == 0 {
             (std::ptr::null_mut(), std::ptr::null_mut())

@@ -118,6 +118,19 @@ fn unsupported(format: &str, reason: impl Into<String>) -> Error {
     }
 }
 
+/// A malformed Arrow struct: the error of the readers of producer structs (`owned`, `view`),
+/// kept here, below both, so that neither names the other for it.
+fn invalid(msg: impl Into<String>) -> Error {
+    Error::InvalidLayout(msg.into())
+}
+
+/// A struct used after its release (a consumed capsule, a second read of a stream's schema).
+fn released_error(what: &str) -> Error {
+    invalid(format!(
+        "the {what} is already released (consumed); ask the producer for a new one"
+    ))
+}
+
 fn bad_extension(reason: impl Into<String>) -> Error {
     Error::InvalidLayout(format!("{FIXED_SHAPE_TENSOR}: {}", reason.into()))
 }

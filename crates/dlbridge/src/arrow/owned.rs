@@ -24,16 +24,7 @@ use crate::ffi::arrow::{
 };
 
 use super::view::{Node, SchemaView};
-
-pub(super) fn invalid(msg: impl Into<String>) -> Error {
-    Error::InvalidLayout(msg.into())
-}
-
-pub(super) fn released_error(what: &str) -> Error {
-    invalid(format!(
-        "the {what} is already released (consumed); ask the producer for a new one"
-    ))
-}
+use super::{invalid, released_error};
 
 // ------------------------------------------------------------------------------------------
 // Owning handles

@@ -11,7 +11,7 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ffi::arrow::{ArrowArray, ArrowSchema};
 
-use super::owned::{invalid, released_error};
+use super::{invalid, released_error};
 use crate::layout::Layout;
 use crate::tensor::{Owner, Tensor};
 

@@ -584,6 +584,16 @@ mod tests {
             let e = copy_to_device(&t, to).unwrap_err();
             assert!(matches!(e, Error::CudaUnavailable { .. }), "{e}");
         }
+        // Safe code reaches the driver only with the three well-known streams, which need no
+        // handle from anyone: they fail cleanly without a driver too.
+        for request in [
+            StreamRequest::Default,
+            StreamRequest::PerThread,
+            StreamRequest::NoSync,
+        ] {
+            let e = to_device(&t, dev(DeviceType::CUDA, 1), request).unwrap_err();
+            assert!(matches!(e, Error::CudaUnavailable { .. }), "{e}");
+        }
         // SAFETY: not a stream, but without a driver it is never used.
         let made_up = unsafe { super::super::StreamHandle::from_raw(77) };
         assert!(matches!(
