@@ -528,11 +528,7 @@ impl Tensor {
 
     /// The bytes of a C-contiguous, host-accessible tensor (padded or packed as stored).
     pub fn host_bytes(&self) -> Result<&[u8]> {
-        if !self.device.is_host_accessible() {
-            return Err(Error::NotHostAccessible {
-                device: self.device,
-            });
-        }
+        self.device.require_host()?;
         self.check_c_contiguous()?;
         if self.nbytes() == 0 {
             return Ok(&[]);
@@ -560,11 +556,7 @@ impl Tensor {
     /// alignment are checked although [`Element`] promises them, so that a wrong promise is an
     /// error rather than an out-of-bounds or misaligned read.
     pub(crate) fn check_view<T: Element>(&self) -> Result<()> {
-        if !self.device.is_host_accessible() {
-            return Err(Error::NotHostAccessible {
-                device: self.device,
-            });
-        }
+        self.device.require_host()?;
         if self.dtype != T::DTYPE {
             return Err(Error::WrongDType {
                 held: self.dtype.name(),

@@ -115,9 +115,7 @@ fn mismatch(what: String) -> Error {
 /// copy first ([`Tensor::copy`]); device memory a transfer to the host.
 #[cfg_attr(not(feature = "pyo3"), allow(dead_code))] // for the Python face
 pub(crate) fn bytes_of(t: &Tensor) -> Result<Tensor> {
-    if !t.device().is_host_accessible() {
-        return Err(Error::NotHostAccessible { device: t.device() });
-    }
+    t.device().require_host()?;
     if !(t.is_c_contiguous() || t.is_f_contiguous()) {
         return Err(Error::CopyRequired {
             reason: "the tensor is not contiguous".to_owned(),

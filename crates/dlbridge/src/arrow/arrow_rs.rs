@@ -114,7 +114,7 @@ fn name_the_fill(e: Error) -> Error {
 /// exported from a C-order copy. Refused for tensors that are not in host memory (see
 /// [`DeviceArray`]) and for dtypes without an Arrow type.
 pub fn to_array(tensor: &Tensor) -> Result<ArrayRef> {
-    check_host(tensor)?;
+    tensor.device().require_host()?;
     let row_major = (0..tensor.ndim().saturating_sub(1)).collect::<Vec<_>>();
     if tensor.ndim() > 2 && physical_cell(tensor).is_some_and(|order| order != row_major) {
         return to_array(&tensor.copy(Order::C)?);
@@ -167,7 +167,7 @@ pub fn to_column(
     name: &str,
     dim_names: Option<&[String]>,
 ) -> Result<(Field, ArrayRef)> {
-    check_host(tensor)?;
+    tensor.device().require_host()?;
     into_arrow_rs(export_data(tensor, name, dim_names)?)
 }
 
@@ -183,15 +183,6 @@ pub fn to_record_batch(columns: &[(&str, &Tensor)]) -> Result<RecordBatch> {
         arrays.push(array);
     }
     RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(arrow_error)
-}
-
-fn check_host(tensor: &Tensor) -> Result<()> {
-    let device = tensor.device();
-    if device.is_host_accessible() {
-        Ok(())
-    } else {
-        Err(Error::NotHostAccessible { device })
-    }
 }
 
 /// dlbridge's export of `tensor` (any device) as C structs, the root field named `name`.
@@ -455,11 +446,7 @@ impl DeviceArray {
     /// Hand the array to arrow-rs: its field and array. Refused (with
     /// [`Error::NotHostAccessible`]) unless the buffers are host memory.
     pub fn into_column(self) -> Result<(Field, ArrayRef)> {
-        if !self.device.is_host_accessible() {
-            return Err(Error::NotHostAccessible {
-                device: self.device,
-            });
-        }
+        self.device.require_host()?;
         // SAFETY: the schema describes the array (the invariant of every constructor).
         into_arrow_rs(unsafe { ArrowData::new(Arc::new(self.schema), self.array) })
     }

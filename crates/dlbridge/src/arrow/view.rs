@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::copy::HostBuffer;
 use crate::device::Device;
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ffi::arrow::{ArrowArray, ArrowSchema};
 
 use super::{invalid, released_error};
@@ -430,11 +430,7 @@ impl<'a> Node<'a> {
                 "format {format:?} is not bit-packed boolean"
             )));
         }
-        if !self.device.is_host_accessible() {
-            return Err(Error::NotHostAccessible {
-                device: self.device,
-            });
-        }
+        self.device.require_host()?;
         let (first, last) = self.reached_items(start, &layout)?;
         let span = if layout.size() == 0 {
             0

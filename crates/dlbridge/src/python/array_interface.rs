@@ -6,7 +6,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::device::Device;
-use crate::error::Error;
 use crate::python::errors::buffer_error;
 use crate::python::held::HeldObject;
 use crate::python::interface_dict::{Fields, InterfaceDict};
@@ -42,12 +41,7 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>, iface: &Bound<'_, PyAny>) -> PyResu
 
 /// The `__array_interface__` dict of a host-accessible tensor.
 pub(crate) fn export<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'py, PyDict>> {
-    if !tensor.device().is_host_accessible() {
-        return Err(Error::NotHostAccessible {
-            device: tensor.device(),
-        }
-        .into());
-    }
+    tensor.device().require_host()?;
     let dtype = tensor.dtype();
     let typestr = dtype.typestr().ok_or_else(|| {
         buffer_error(format!(

@@ -185,12 +185,7 @@ pub(crate) unsafe fn fill(
     tensor: &Tensor,
     owner: Bound<'_, PyAny>,
 ) -> PyResult<()> {
-    if !tensor.device().is_host_accessible() {
-        return Err(Error::NotHostAccessible {
-            device: tensor.device(),
-        }
-        .into());
-    }
+    tensor.device().require_host()?;
     if flags & ffi::PyBUF_WRITABLE != 0 && tensor.readonly() {
         return Err(buffer_error(
             "the tensor is read-only; a writable buffer cannot be exported (request a read-only buffer, or copy it first)",
