@@ -67,7 +67,7 @@ use arrow_schema::{ArrowError, Field, Schema};
 use super::export::physical_cell;
 use super::{
     ArraySpec, ArrowData, ExportOptions, Imported, Nulls, OwnedArray, OwnedSchema, SchemaSpec,
-    export_named, import_arrow,
+    export, import_arrow,
 };
 use crate::copy::Order;
 use crate::device::Device;
@@ -119,7 +119,7 @@ pub fn to_array(tensor: &Tensor) -> Result<ArrayRef> {
     if tensor.ndim() > 2 && physical_cell(tensor).is_some_and(|order| order != row_major) {
         return to_array(&tensor.copy(Order::C)?);
     }
-    let mut exported = export_named(tensor, &ExportOptions::default(), None)?;
+    let mut exported = export(tensor, &ExportOptions::default())?;
     if tensor.ndim() > 1 {
         let values_field = exported.schema.children.remove(0);
         let values = exported.array.children.remove(0);
@@ -187,7 +187,11 @@ pub fn to_record_batch(columns: &[(&str, &Tensor)]) -> Result<RecordBatch> {
 
 /// dlbridge's export of `tensor` (any device) as C structs, the root field named `name`.
 fn export_data(tensor: &Tensor, name: &str, dim_names: Option<&[String]>) -> Result<ArrowData> {
-    let mut exported = export_named(tensor, &ExportOptions::default(), dim_names)?;
+    let options = ExportOptions {
+        dim_names: dim_names.map(<[String]>::to_vec),
+        ..ExportOptions::default()
+    };
+    let mut exported = export(tensor, &options)?;
     exported.schema.name = name.to_owned();
     exported_data(exported.schema, exported.array, exported.device)
 }
@@ -195,7 +199,7 @@ fn export_data(tensor: &Tensor, name: &str, dim_names: Option<&[String]>) -> Res
 /// The C structs of an export's field and array, the array's buffers on `device`.
 fn exported_data(field: SchemaSpec, array: ArraySpec, device: Device) -> Result<ArrowData> {
     let schema = Arc::new(field.export()?);
-    // SAFETY: the array was built by `export_named` (and maybe nested by `nested_lists`,
+    // SAFETY: the array was built by `export` (and maybe nested by `nested_lists`,
     // which adds levels without buffers): its values buffer is the tensor's memory on
     // `device` (or a copy), as long as the field implies, and the array holds its owner.
     let array = unsafe { array.export(device) };

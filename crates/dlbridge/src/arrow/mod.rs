@@ -40,9 +40,7 @@ mod stream;
 mod view;
 
 pub use build::{ArraySpec, SchemaSpec};
-pub use export::{
-    ArrowExport, ExportOptions, export, export_named, export_schema, export_schema_named,
-};
+pub use export::{ArrowExport, ExportOptions, export, export_schema};
 #[cfg(feature = "pyo3")]
 pub(crate) use import::all_valid;
 pub use import::{
@@ -591,8 +589,8 @@ mod tests {
         assert_eq!(back.dtype(), DType::BOOL);
         assert_eq!(back.data_ptr(), t.data_ptr());
         let packed = ExportOptions {
-            extensions: true,
             packed_bool: true,
+            ..ExportOptions::default()
         };
         let (back, copied, field) = round_trip(&t, &packed);
         assert!(copied);
@@ -601,10 +599,38 @@ mod tests {
         assert!(back.is_copied());
         let plain = ExportOptions {
             extensions: false,
-            packed_bool: false,
+            ..ExportOptions::default()
         };
         let (back, _, _) = round_trip(&t, &plain);
         assert_eq!(back.dtype(), DType::INT8);
+    }
+
+    #[test]
+    fn dim_names_are_written_in_physical_order() {
+        let names_of = |options: &ExportOptions| {
+            let field = export_schema(&tensor(&[2, 3, 4], &[12, 1, 3]), options).unwrap();
+            assert_eq!(
+                field,
+                export(&tensor(&[2, 3, 4], &[12, 1, 3]), options)
+                    .unwrap()
+                    .schema
+            );
+            FixedShape::parse(field.metadata[1].1.as_bytes())
+                .unwrap()
+                .dim_names
+        };
+        // Cells of logical shape (3, 4) stored transposed: physically (4, 3).
+        let named = ExportOptions {
+            dim_names: Some(vec!["H".into(), "W".into()]),
+            ..ExportOptions::default()
+        };
+        assert_eq!(names_of(&named), Some(vec!["W".into(), "H".into()]));
+        // Names of the wrong count are left out.
+        let one_name = ExportOptions {
+            dim_names: Some(vec!["H".into()]),
+            ..ExportOptions::default()
+        };
+        assert_eq!(names_of(&one_name), None);
     }
 
     #[test]
@@ -623,7 +649,7 @@ mod tests {
         let t = tensor(&[2, 3, 4], &[12, 4, 1]);
         let plain = ExportOptions {
             extensions: false,
-            packed_bool: false,
+            ..ExportOptions::default()
         };
         let (back, _, field) = round_trip(&t, &plain);
         assert_eq!(field.format, "+w:12");
