@@ -280,6 +280,7 @@ impl DLTensor {
 mod tests {
     use super::*;
     use crate::dtype::DType;
+    use crate::tensor::TensorFlags;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -373,8 +374,7 @@ mod tests {
                 t.device(),
                 fp8,
                 t.layout().clone(),
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 t.owner().clone(),
             )
         }
@@ -413,8 +413,7 @@ mod tests {
                 crate::Device::CPU,
                 DType::FLOAT32,
                 layout,
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 owner,
             )
             .unwrap()
@@ -454,8 +453,7 @@ mod tests {
                 crate::Device::CPU,
                 DType::FLOAT32,
                 layout,
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 owner,
             )
         }

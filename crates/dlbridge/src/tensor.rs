@@ -24,6 +24,46 @@ pub(crate) struct Described {
     pub subbyte_padded: bool,
 }
 
+/// What the memory behind a tensor allows, as DLPack's `READ_ONLY` and `IS_COPIED` flags say
+/// it: the flags argument of [`Tensor::from_raw_parts`].
+///
+/// The default ([`TensorFlags::WRITABLE`]) is writable memory that others may reach too, such
+/// as a producer's array imported without a copy.
+///
+/// ```
+/// use dlbridge::TensorFlags;
+///
+/// assert_eq!(TensorFlags::default(), TensorFlags::WRITABLE);
+/// let flags = TensorFlags { readonly: true, ..TensorFlags::default() };
+/// assert_eq!(flags, TensorFlags::READONLY);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TensorFlags {
+    /// The memory must not be written through the tensor ([`Tensor::readonly`]).
+    pub readonly: bool,
+    /// The memory is a copy made for the tensor, which no one outside its owner reaches
+    /// ([`Tensor::is_copied`]); such memory must be writable, even when `readonly` is set.
+    pub copied: bool,
+}
+
+impl TensorFlags {
+    /// Writable memory that others may reach too (a producer's array, imported in place).
+    pub const WRITABLE: Self = Self {
+        readonly: false,
+        copied: false,
+    };
+    /// Memory that must not be written through the tensor.
+    pub const READONLY: Self = Self {
+        readonly: true,
+        copied: false,
+    };
+    /// A writable copy made for the tensor, which only its owner reaches.
+    pub const COPIED: Self = Self {
+        readonly: false,
+        copied: true,
+    };
+}
+
 /// Something that keeps a tensor's memory alive; dropped when the last tensor or export using
 /// the memory is gone (on any thread).
 pub type Owner = Arc<dyn Any + Send + Sync>;
@@ -184,18 +224,17 @@ impl Tensor {
     /// # Safety
     /// For as long as `owner` lives, `data + byte_offset` plus every element offset of `layout`
     /// (times the item size of `dtype`) must address valid, initialised memory of `device`,
-    /// writable unless `readonly` is true. `is_copied` claims that nobody else aliases the memory
-    /// (a tensor that has it may be made writable, [`Tensor::into_writable_copy`]): with
-    /// `is_copied` true the memory must be writable and aliased by no one outside `owner`.
-    #[allow(clippy::too_many_arguments)]
+    /// writable unless `flags.readonly` is set. `flags.copied` claims that nobody else aliases
+    /// the memory (a tensor that has it may be made writable,
+    /// [`Tensor::into_writable_copy`]): with it set, the memory must be writable and aliased by
+    /// no one outside `owner`.
     pub unsafe fn from_raw_parts(
         data: *mut c_void,
         byte_offset: u64,
         device: Device,
         dtype: DType,
         layout: Layout,
-        readonly: bool,
-        is_copied: bool,
+        flags: TensorFlags,
         owner: Owner,
     ) -> Result<Self> {
         let reach = layout.reach();
@@ -208,8 +247,7 @@ impl Tensor {
                 dtype,
                 layout,
                 reach,
-                readonly,
-                is_copied,
+                flags,
                 owner,
             )
         }
@@ -229,8 +267,7 @@ impl Tensor {
         dtype: DType,
         layout: Layout,
         reach: Reach,
-        readonly: bool,
-        is_copied: bool,
+        flags: TensorFlags,
         owner: Owner,
     ) -> Result<Self> {
         if layout.size() > 0 {
@@ -247,8 +284,8 @@ impl Tensor {
             device,
             dtype,
             layout,
-            readonly,
-            is_copied,
+            readonly: flags.readonly,
+            is_copied: flags.copied,
             subbyte_padded: false,
             owner,
         })
@@ -751,8 +788,7 @@ mod tests {
                 Device::CPU,
                 DType::FLOAT64,
                 Layout::contiguous(&[2], 8).unwrap(),
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 bytes.owner().clone(),
             )
         }
@@ -809,8 +845,7 @@ mod tests {
                 Device::CPU,
                 DType::UINT8,
                 Layout::contiguous(&[4], 1).unwrap(),
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 Arc::new(bytes),
             )
         }
@@ -852,8 +887,7 @@ mod tests {
                 t.device(),
                 t.dtype(),
                 Layout::new(&[rows, cols], Some(&[-cols, -1]), t.itemsize()).unwrap(),
-                true,
-                false,
+                TensorFlags::READONLY,
                 t.owner().clone(),
             )
         }

@@ -17,7 +17,7 @@ use dlbridge::arrow::arrow_rs::{
 };
 use dlbridge::arrow::{FillValue, Nulls};
 use dlbridge::ffi::arrow::ArrowDeviceArray;
-use dlbridge::{DType, Device, DeviceType, Error, Layout, Order, Tensor};
+use dlbridge::{DType, Device, DeviceType, Error, Layout, Order, Tensor, TensorFlags};
 use proptest::prelude::*;
 
 fn f32s(shape: &[i64]) -> Tensor {
@@ -41,8 +41,18 @@ unsafe fn over(values: Vec<f32>, layout: Layout, device: Device) -> Tensor {
     let values = Arc::new(values);
     let data = values.as_ptr().cast_mut().cast();
     // SAFETY: the caller's contract; `values` is the owner and is never written.
-    unsafe { Tensor::from_raw_parts(data, 0, device, DType::FLOAT32, layout, true, false, values) }
-        .unwrap()
+    unsafe {
+        Tensor::from_raw_parts(
+            data,
+            0,
+            device,
+            DType::FLOAT32,
+            layout,
+            TensorFlags::READONLY,
+            values,
+        )
+    }
+    .unwrap()
 }
 
 #[test]

@@ -430,7 +430,7 @@ mod tests {
     use super::export::{physical_cell, physical_shape};
     use crate::device::Device;
     use crate::layout::Layout;
-    use crate::tensor::Tensor;
+    use crate::tensor::{Tensor, TensorFlags};
 
     fn tensor(shape: &[i64], strides: &[i64]) -> Tensor {
         let n: i64 = shape
@@ -449,8 +449,7 @@ mod tests {
                 Device::CPU,
                 DType::FLOAT32,
                 layout,
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 base.owner().clone(),
             )
         }
@@ -575,8 +574,7 @@ mod tests {
                 Device::CPU,
                 DType::BOOL,
                 t.layout().clone(),
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 t.owner().clone(),
             )
         }

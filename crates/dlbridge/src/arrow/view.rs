@@ -13,7 +13,7 @@ use crate::ffi::arrow::{ArrowArray, ArrowSchema};
 
 use super::{invalid, released_error};
 use crate::layout::Layout;
-use crate::tensor::{Owner, Tensor};
+use crate::tensor::{Owner, Tensor, TensorFlags};
 
 /// Read access to a live schema's fields (valid while its owner is unreleased).
 #[derive(Clone, Copy, Debug)]
@@ -414,8 +414,7 @@ impl<'a> Node<'a> {
                 self.device,
                 dtype,
                 layout,
-                true,
-                false,
+                TensorFlags::READONLY,
                 owner,
             )
         }
@@ -513,8 +512,7 @@ pub(crate) fn host_tensor(
             Device::CPU,
             dtype,
             layout,
-            false,
-            true,
+            TensorFlags::COPIED,
             Arc::new(buffer),
         )
     }

@@ -311,6 +311,7 @@ pub unsafe fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
 mod tests {
     use super::*;
     use crate::layout::for_each_offset;
+    use crate::tensor::TensorFlags;
     use proptest::prelude::*;
 
     /// A view of `t`'s memory with another layout (first element moved by `offset` elements).
@@ -325,8 +326,10 @@ mod tests {
                 t.device(),
                 dtype,
                 layout,
-                t.readonly(),
-                false,
+                TensorFlags {
+                    readonly: t.readonly(),
+                    copied: false,
+                },
                 t.owner().clone(),
             )
             .unwrap()

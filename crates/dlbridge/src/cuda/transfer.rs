@@ -13,7 +13,7 @@ use crate::device::{Device, DeviceType};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::tensor::Described;
-use crate::tensor::{Owner, Tensor};
+use crate::tensor::{Owner, Tensor, TensorFlags};
 
 use super::driver::{CU_STREAM_LEGACY, Context, CuDevicePtr, CuStream, Driver, driver};
 use super::memory::{AllocKind, Allocation};
@@ -422,8 +422,7 @@ fn device_to_host(src: &Tensor, to: Device, stream: StreamRequest) -> Result<Ten
                     Device::CPU,
                     src.dtype(),
                     src.layout().clone(),
-                    false,
-                    false,
+                    TensorFlags::WRITABLE,
                     Arc::new(b),
                 )
             }?;
@@ -615,8 +614,7 @@ mod tests {
                 dev(DeviceType::CUDA, 0),
                 crate::DType::FLOAT32,
                 layout,
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 Arc::new(()),
             )
         }

@@ -9,7 +9,7 @@ use crate::device::Device;
 use crate::python::errors::buffer_error;
 use crate::python::held::HeldObject;
 use crate::python::interface_dict::{Fields, InterfaceDict};
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorFlags};
 
 /// Import `obj` through its `__array_interface__` dict `iface`. The object is kept alive as
 /// the owner of the memory.
@@ -32,8 +32,10 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>, iface: &Bound<'_, PyAny>) -> PyResu
             Device::CPU,
             dtype,
             layout,
-            readonly,
-            false,
+            TensorFlags {
+                readonly,
+                copied: false,
+            },
             Arc::new(owner),
         )
     }?)

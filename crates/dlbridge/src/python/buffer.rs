@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::layout::{Layout, MAX_NDIM};
 use crate::python::errors::buffer_error;
 use crate::python::held::with_gil;
-use crate::tensor::{Owner, Tensor};
+use crate::tensor::{Owner, Tensor, TensorFlags};
 
 /// A `Py_buffer` obtained with `PyObject_GetBuffer`, released (under the GIL) on drop.
 struct HeldBuffer(Box<ffi::Py_buffer>);
@@ -111,8 +111,10 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
             Device::CPU,
             dtype,
             layout,
-            readonly,
-            false,
+            TensorFlags {
+                readonly,
+                copied: false,
+            },
             Arc::new(held),
         )
     }?)

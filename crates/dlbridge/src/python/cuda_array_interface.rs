@@ -33,7 +33,7 @@ use crate::layout::Layout;
 use crate::python::errors::buffer_error;
 use crate::python::held::HeldObject;
 use crate::python::interface_dict::{Fields, InterfaceDict};
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorFlags};
 
 /// The fields of a `__cuda_array_interface__` dict, validated (no driver needed).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,8 +128,10 @@ pub(crate) fn import(
             device,
             parsed.dtype,
             parsed.layout,
-            parsed.readonly,
-            false,
+            TensorFlags {
+                readonly: parsed.readonly,
+                copied: false,
+            },
             Arc::new(owner),
         )
     }?)

@@ -31,7 +31,7 @@ use crate::device::Device;
 use crate::dtype::{DType, TypeCode};
 use crate::layout::Layout;
 use crate::python::held::HeldObject;
-use crate::tensor::{Owner, Tensor};
+use crate::tensor::{Owner, Tensor, TensorFlags};
 
 /// `NPY_ABI_VERSION` of NumPy 1.x and 2.x.
 const ABI_1: c_uint = 0x0100_0009;
@@ -257,8 +257,10 @@ impl Api {
                 dtype,
                 layout,
                 reach,
-                array.flags & WRITEABLE == 0,
-                false,
+                TensorFlags {
+                    readonly: array.flags & WRITEABLE == 0,
+                    copied: false,
+                },
                 owner,
             )
         }?;
