@@ -39,7 +39,7 @@ pub(crate) struct Described {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TensorFlags {
-    /// The memory must not be written through the tensor ([`Tensor::readonly`]).
+    /// The memory must not be written through the tensor ([`Tensor::is_readonly`]).
     pub readonly: bool,
     /// The memory is a copy made for the tensor, which no one outside its owner reaches
     /// ([`Tensor::is_copied`]); such memory must be writable, even when `readonly` is set.
@@ -226,7 +226,7 @@ impl Tensor {
     /// (times the item size of `dtype`) must address valid, initialised memory of `device`,
     /// writable unless `flags.readonly` is set. `flags.copied` claims that nobody else aliases
     /// the memory (a tensor that has it may be made writable,
-    /// [`Tensor::into_writable_copy`]): with it set, the memory must be writable and aliased by
+    /// [`Tensor::into_writable_if_copied`]): with it set, the memory must be writable and aliased by
     /// no one outside `owner`.
     pub unsafe fn from_raw_parts(
         data: *mut c_void,
@@ -344,7 +344,7 @@ impl Tensor {
         }
     }
     /// True when the memory must not be written through this tensor.
-    pub fn readonly(&self) -> bool {
+    pub fn is_readonly(&self) -> bool {
         self.readonly
     }
     /// True when the memory is a copy made for this tensor, aliased by no one else.
@@ -352,7 +352,7 @@ impl Tensor {
         self.is_copied
     }
     /// True for sub-byte dtypes stored one element per byte.
-    pub fn subbyte_padded(&self) -> bool {
+    pub fn is_subbyte_padded(&self) -> bool {
         self.subbyte_padded
     }
     /// Row-major dense.
@@ -416,7 +416,7 @@ impl Tensor {
     /// A copy that no one else aliases (`is_copied`) made writable: the consumer of a fresh
     /// copy owns it alone, whatever the source's read-only status was. Other tensors are
     /// returned unchanged.
-    pub fn into_writable_copy(mut self) -> Self {
+    pub fn into_writable_if_copied(mut self) -> Self {
         if self.is_copied {
             self.readonly = false;
         }
@@ -721,7 +721,7 @@ mod tests {
     fn zeros_are_zero_and_writable() {
         let t = Tensor::zeros(DType::FLOAT64, &[2, 3]).unwrap();
         assert_eq!(t.to_vec::<f64>().unwrap(), vec![0.0; 6]);
-        assert!(!t.readonly() && t.is_c_contiguous());
+        assert!(!t.is_readonly() && t.is_c_contiguous());
         let fp4 = DType::from_name("float4_e2m1fn").unwrap();
         assert_eq!(Tensor::zeros(fp4, &[3]).unwrap().nbytes(), 2);
     }
@@ -735,7 +735,7 @@ mod tests {
         assert!(t.as_slice::<f64>().is_err());
         assert!(Tensor::from_vec(vec![1u8, 2, 3], &[2, 2]).is_err());
         assert_eq!(t.nbytes(), 48);
-        assert!(t.is_copied() && !t.readonly());
+        assert!(t.is_copied() && !t.is_readonly());
     }
 
     /// 32 bytes that claim to be one `uint8`: a broken `Element` implementation.

@@ -40,7 +40,7 @@ impl Description {
             shape: t.shape().to_vec(),
             strides: t.strides().to_vec(),
             byte_offset: 0,
-            subbyte_padded: t.subbyte_padded(),
+            subbyte_padded: t.is_subbyte_padded(),
         }
     }
 
@@ -130,7 +130,7 @@ pub(crate) fn bytes_of(t: &Tensor) -> Result<Tensor> {
             device: t.device(),
             dtype: DType::UINT8,
             layout,
-            readonly: t.readonly(),
+            readonly: t.is_readonly(),
             is_copied: false,
             subbyte_padded: false,
         },
@@ -213,7 +213,7 @@ mod tests {
         .unwrap();
         assert_eq!(back.to_vec::<f32>().unwrap(), t.to_vec::<f32>().unwrap());
         assert_eq!(back.data_ptr(), t.data_ptr());
-        assert!(back.readonly());
+        assert!(back.is_readonly());
     }
 
     #[test]

@@ -65,7 +65,7 @@ fn primitive_arrays_round_trip_zero_copy() {
     assert_eq!(values.values().to_vec(), vec![0.0, 1.0, 2.0, 3.0, 4.0]);
     let back = from_array(array.as_ref()).unwrap();
     assert_eq!(back.data_ptr(), t.data_ptr());
-    assert!(back.readonly());
+    assert!(back.is_readonly());
     drop(array);
     drop(t);
     // The round trip keeps the memory alive on its own.

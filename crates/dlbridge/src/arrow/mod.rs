@@ -559,7 +559,7 @@ mod tests {
                     assert!(*n == 1 || got == want, "{shape:?}");
                 }
             }
-            assert!(back.readonly());
+            assert!(back.is_readonly());
         }
     }
 
@@ -728,7 +728,7 @@ mod tests {
             filled.values.to_vec::<f32>().unwrap(),
             vec![1.0, 2.0, -1.0, -1.0, 5.0, 6.0]
         );
-        assert!(filled.values.is_copied() && !filled.values.readonly());
+        assert!(filled.values.is_copied() && !filled.values.is_readonly());
         assert!(matches!(
             import_arrow(data(&schema), Some(false), fill),
             Err(Error::CopyRequired { .. })

@@ -116,9 +116,9 @@ fn described(t: &Tensor, data: *mut c_void, byte_offset: u64) -> Described {
         device: t.device(),
         dtype: t.dtype(),
         layout: t.layout().clone(),
-        readonly: t.readonly(),
+        readonly: t.is_readonly(),
         is_copied: false,
-        subbyte_padded: t.subbyte_padded(),
+        subbyte_padded: t.is_subbyte_padded(),
     }
 }
 

@@ -309,7 +309,7 @@ fn wrap(like: &Tensor, to: Device, data: usize, owner: Owner) -> Result<Tensor> 
             layout,
             readonly: false,
             is_copied: true,
-            subbyte_padded: like.subbyte_padded(),
+            subbyte_padded: like.is_subbyte_padded(),
         },
         owner,
     ))
@@ -407,7 +407,7 @@ fn device_to_host(src: &Tensor, to: Device, stream: StreamRequest) -> Result<Ten
                 b,
                 src.dtype(),
                 layout,
-                src.subbyte_padded(),
+                src.is_subbyte_padded(),
             ))
         }
         Keep::Host(b) => {

@@ -188,7 +188,7 @@ pub(crate) unsafe fn fill(
     owner: Bound<'_, PyAny>,
 ) -> PyResult<()> {
     tensor.device().require_host()?;
-    if flags & ffi::PyBUF_WRITABLE != 0 && tensor.readonly() {
+    if flags & ffi::PyBUF_WRITABLE != 0 && tensor.is_readonly() {
         return Err(buffer_error(
             "the tensor is read-only; a writable buffer cannot be exported (request a read-only buffer, or copy it first)",
         ));
@@ -236,7 +236,7 @@ pub(crate) unsafe fn fill(
         v.buf = buf as *mut c_void;
         v.len = tensor.nbytes() as ffi::Py_ssize_t;
         v.itemsize = itemsize;
-        v.readonly = c_int::from(tensor.readonly());
+        v.readonly = c_int::from(tensor.is_readonly());
         v.ndim = tensor.ndim() as c_int;
         v.format = if flags & ffi::PyBUF_FORMAT != 0 {
             format.as_ptr().cast_mut()

@@ -167,7 +167,7 @@ pub(crate) fn export<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'p
     } else {
         tensor.data_ptr()
     };
-    dict.set_item("data", (address, tensor.readonly()))?;
+    dict.set_item("data", (address, tensor.is_readonly()))?;
     if tensor.is_c_contiguous() {
         dict.set_item("strides", py.None())?;
     } else {

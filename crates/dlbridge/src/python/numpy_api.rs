@@ -331,7 +331,7 @@ impl Api {
         };
         if !is_descr
             || tensor.device() != Device::CPU
-            || (tensor.dtype().is_subbyte() && !tensor.subbyte_padded())
+            || (tensor.dtype().is_subbyte() && !tensor.is_subbyte_padded())
             || descr.getattr(intern!(py, "itemsize"))?.extract::<usize>()? != tensor.itemsize()
         {
             return Ok(None);
@@ -366,7 +366,7 @@ impl Api {
             dims[i] = n as isize;
             dims[nd + i] = s as isize * item;
         }
-        let flags = if tensor.readonly() { 0 } else { WRITEABLE };
+        let flags = if tensor.is_readonly() { 0 } else { WRITEABLE };
         // The memory at `data_ptr` spans the layout (a validated tensor) while `base` lives, and
         // is writable through the array only when the tensor is.
         // SAFETY: slot 94 has this signature in both known ABIs; the thread is attached;
