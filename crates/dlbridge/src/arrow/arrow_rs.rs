@@ -21,7 +21,7 @@
 //!   owned Arrow C Device array that a C Device Data consumer can take, and that dlbridge
 //!   reads back as a tensor on its device.
 //! - Layouts Arrow cannot express (gaps, negative strides, a batch dimension that is not the
-//!   outermost) are exported from a C-order copy, as [`export`](crate::arrow::export) does;
+//!   outermost) are exported from a C-order copy, as [`export`] does;
 //!   on a device such a layout is refused.
 //!
 //! ```
