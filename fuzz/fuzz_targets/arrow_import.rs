@@ -930,7 +930,7 @@ fn run_array(input: &Input, device_type: i32, device_id: i64) {
         Ok(t) => {
             if !t.is_copied() {
                 assert_eq!(t.device().kind.0, device_type);
-                assert!(t.readonly(), "Arrow data is immutable");
+                assert!(t.is_readonly(), "Arrow data is immutable");
                 assert_eq!(
                     ARRAY_BASE_RELEASES.load(Ordering::SeqCst),
                     0,

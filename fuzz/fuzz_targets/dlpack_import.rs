@@ -314,7 +314,7 @@ fn check_accepted(input: &Input, b: &Built, t: &Tensor) {
     }
     assert!(t.shape().iter().all(|n| *n >= 0));
     let readonly = !input.versioned || input.flags & 1 != 0;
-    assert_eq!(t.readonly(), readonly);
+    assert_eq!(t.is_readonly(), readonly);
     assert_eq!(t.is_copied(), input.versioned && input.flags & 2 != 0);
     assert_eq!(t.raw_data(), b.data);
     assert_eq!(t.byte_offset(), b.byte_offset);
@@ -350,13 +350,13 @@ fn check_accepted(input: &Input, b: &Built, t: &Tensor) {
 fn check_reads(t: &Tensor) {
     let itemsize = t.itemsize();
     let base = t.data_ptr() as *const u8;
-    let subbyte = t.dtype().is_subbyte() && !t.subbyte_padded();
+    let subbyte = t.dtype().is_subbyte() && !t.is_subbyte_padded();
     // SAFETY: the caller checked that every reached byte is in the live sandbox.
     let c_ref = unsafe { gather(base, t.shape(), t.strides(), itemsize, false) };
     let f_ref = unsafe { gather(base, t.shape(), t.strides(), itemsize, true) };
     match t.copy(Order::C) {
         Ok(c) => {
-            assert!(c.is_c_contiguous() && c.is_copied() && !c.readonly());
+            assert!(c.is_c_contiguous() && c.is_copied() && !c.is_readonly());
             if !subbyte {
                 assert_eq!(c.host_bytes().unwrap(), &c_ref[..], "C copy differs");
             }
@@ -418,14 +418,14 @@ fn check_reexport(input: &Input, t: &Tensor, host: bool) {
                     assert_eq!(back.raw_data(), t.raw_data());
                     assert_eq!(back.byte_offset(), t.byte_offset());
                 }
-                assert_eq!(back.readonly(), t.readonly() || flavor == Flavor::Legacy);
+                assert_eq!(back.is_readonly(), t.is_readonly() || flavor == Flavor::Legacy);
                 assert_eq!(DELETES.load(Ordering::SeqCst), 0);
             }
             Err(e) => {
                 assert_eq!(e.kind(), ErrorKind::Buffer);
-                let needs_newer = t.dtype().min_dlpack_minor() > 0 || t.subbyte_padded();
+                let needs_newer = t.dtype().min_dlpack_minor() > 0 || t.is_subbyte_padded();
                 assert!(
-                    needs_newer || (flavor == Flavor::Legacy && t.readonly()),
+                    needs_newer || (flavor == Flavor::Legacy && t.is_readonly()),
                     "unexpected export refusal: {e}"
                 );
             }

@@ -20,7 +20,7 @@ use arbitrary::Arbitrary;
 use common::*;
 use dlbridge::arrow::ArrowData;
 use dlbridge::arrow::{ExportOptions, export as arrow_export, tensor_from_arrow};
-use dlbridge::{DType, Device, ErrorKind, Flavor, Layout, Order, Tensor};
+use dlbridge::{DType, Device, ErrorKind, Flavor, Layout, Order, Tensor, TensorFlags};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -149,8 +149,7 @@ fuzz_target!(|input: Input| {
             Device::CPU,
             dtype,
             layout.clone(),
-            input.readonly,
-            false,
+            TensorFlags { readonly: input.readonly, copied: false },
             words.clone(),
         )
     }

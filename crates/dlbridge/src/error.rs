@@ -196,8 +196,22 @@ impl Error {
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-// Parsing a device lives here, not in `device`, because `Error` names `Device`: the value
-// types point one way (device, then error).
+// Parsing a device and the host check live here, not in `device`, because `Error` names
+// `Device`: the value types point one way (device, then error).
+impl Device {
+    /// `Ok` when the host CPU can read and write the memory directly
+    /// ([`is_host_accessible`](Device::is_host_accessible)); otherwise
+    /// [`Error::NotHostAccessible`], which names the device. The one check before host code
+    /// touches a tensor's memory.
+    pub fn require_host(self) -> Result<()> {
+        if self.is_host_accessible() {
+            Ok(())
+        } else {
+            Err(Error::NotHostAccessible { device: self })
+        }
+    }
+}
+
 impl FromStr for Device {
     type Err = Error;
 
@@ -224,5 +238,26 @@ impl FromStr for Device {
             },
         };
         Ok(Self { kind, id })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn require_host_names_the_device() {
+        for host in [
+            DeviceType::CPU,
+            DeviceType::CUDA_HOST,
+            DeviceType::CUDA_MANAGED,
+        ] {
+            Device::new(host, 0).require_host().unwrap();
+        }
+        let e = Device::new(DeviceType::CUDA, 1).require_host().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Buffer);
+        assert!(e.to_string().contains("cuda:1"), "{e}");
+        let e = Device::new(DeviceType(99), 0).require_host().unwrap_err();
+        assert!(e.to_string().contains("device99:0"), "{e}");
     }
 }

@@ -174,7 +174,7 @@ impl Tensor {
         let needed = self
             .dtype()
             .min_dlpack_minor()
-            .max(u32::from(self.subbyte_padded()));
+            .max(u32::from(self.is_subbyte_padded()));
         let asked = match flavor {
             Flavor::Legacy => None,
             Flavor::Versioned { minor } => Some(minor),
@@ -186,7 +186,7 @@ impl Tensor {
                 asked: asked.map_or("a legacy capsule".to_owned(), |m| format!("DLPack 1.{m}")),
             });
         }
-        if flavor == Flavor::Legacy && self.readonly() {
+        if flavor == Flavor::Legacy && self.is_readonly() {
             return Err(Error::ReadOnlyLegacy);
         }
 
@@ -221,13 +221,13 @@ impl Tensor {
             }
             Flavor::Versioned { .. } => {
                 let mut flags = 0;
-                if self.readonly() {
+                if self.is_readonly() {
                     flags |= FLAG_READ_ONLY;
                 }
                 if is_copied {
                     flags |= FLAG_IS_COPIED;
                 }
-                if self.subbyte_padded() {
+                if self.is_subbyte_padded() {
                     flags |= FLAG_IS_SUBBYTE_TYPE_PADDED;
                 }
                 let managed = DLManagedTensorVersioned {
@@ -253,8 +253,8 @@ impl DLTensor {
     /// A non-owning description of `tensor` whose shape and strides point into its layout
     /// (valid while `tensor` lives and is not changed). For devices whose `data` is a real
     /// address, `data` is the first element and `byte_offset` is 0.
-    pub fn describing(tensor: &crate::Tensor) -> Self {
-        let (data, byte_offset) = crate::export::data_and_offset(tensor);
+    pub fn describing(tensor: &Tensor) -> Self {
+        let (data, byte_offset) = data_and_offset(tensor);
         let ndim = tensor.ndim();
         let (shape, strides) = if ndim == 0 {
             (std::ptr::null_mut(), std::ptr::null_mut())
@@ -280,6 +280,7 @@ impl DLTensor {
 mod tests {
     use super::*;
     use crate::dtype::DType;
+    use crate::tensor::TensorFlags;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -295,7 +296,7 @@ mod tests {
             assert_eq!(back.data_ptr(), t.data_ptr());
             assert_eq!(back.to_vec::<f64>().unwrap(), t.to_vec::<f64>().unwrap());
             // Legacy imports are read-only (they cannot say otherwise); versioned keep the flag.
-            assert_eq!(back.readonly(), flavor == Flavor::Legacy);
+            assert_eq!(back.is_readonly(), flavor == Flavor::Legacy);
         }
     }
 
@@ -358,7 +359,7 @@ mod tests {
             Err(Error::ReadOnlyLegacy)
         ));
         let back = Tensor::from_managed(t.export(Flavor::Versioned { minor: 0 }).unwrap()).unwrap();
-        assert!(back.readonly());
+        assert!(back.is_readonly());
     }
 
     #[test]
@@ -373,8 +374,7 @@ mod tests {
                 t.device(),
                 fp8,
                 t.layout().clone(),
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 t.owner().clone(),
             )
         }
@@ -413,8 +413,7 @@ mod tests {
                 crate::Device::CPU,
                 DType::FLOAT32,
                 layout,
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 owner,
             )
             .unwrap()
@@ -454,8 +453,7 @@ mod tests {
                 crate::Device::CPU,
                 DType::FLOAT32,
                 layout,
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 owner,
             )
         }

@@ -177,7 +177,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use export::Flavor;
 pub use layout::Layout;
 pub use managed::ManagedTensor;
-pub use tensor::{Element, Elements, Owner, Tensor};
+pub use tensor::{Element, Elements, Owner, Tensor, TensorFlags};
 pub use wire::Description;
 
 /// The `pyo3` crate dlbridge is built with.

@@ -191,6 +191,7 @@ impl<T: Element, D: Dimension + 'static> From<Array<T, D>> for Tensor {
 mod tests {
     use super::*;
     use crate::dtype::DType;
+    use crate::tensor::TensorFlags;
     use ndarray::{Array1, ArrayD, SliceInfoElem};
     use proptest::prelude::*;
 
@@ -208,8 +209,7 @@ mod tests {
                 cuda,
                 DType::FLOAT32,
                 Layout::contiguous(&[2], 4).unwrap(),
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 Arc::new(()),
             )
         }
@@ -227,8 +227,7 @@ mod tests {
                 Device::CPU,
                 DType::INT32,
                 Layout::contiguous(&[2], 4).unwrap(),
-                false,
-                true,
+                TensorFlags::COPIED,
                 bytes.owner().clone(),
             )
         }
@@ -277,8 +276,7 @@ mod tests {
                 Device::CPU,
                 DType::UINT32,
                 Layout::new(&[2, 3], Some(&[0, 1]), 4).unwrap(),
-                false,
-                true,
+                TensorFlags::COPIED,
                 Arc::new(base),
             )
         }

@@ -146,7 +146,7 @@ impl SharedMemory {
         self.len == 0
     }
     /// True when the mapping may be written.
-    pub fn writable(&self) -> bool {
+    pub fn is_writable(&self) -> bool {
         self.writable
     }
 }
@@ -177,7 +177,7 @@ pub fn to_shared(t: &Tensor) -> Result<Tensor> {
     let shared = view(&memory, &description, false, true)?;
     // SAFETY: `shared` is fresh memory no one else can see yet.
     unsafe { crate::copy::copy_into(&shared, &dense) }?;
-    Ok(if t.readonly() {
+    Ok(if t.is_readonly() {
         shared.into_readonly()
     } else {
         shared
@@ -287,6 +287,6 @@ mod tests {
         let e = to_shared(&Tensor::from_vec(Vec::<f32>::new(), &[0, 3]).unwrap()).unwrap();
         assert_eq!((e.size(), e.nbytes()), (0, 0));
         let r = to_shared(&Tensor::from_vec(vec![1u8], &[1]).unwrap().into_readonly()).unwrap();
-        assert!(r.readonly());
+        assert!(r.is_readonly());
     }
 }

@@ -24,6 +24,46 @@ pub(crate) struct Described {
     pub subbyte_padded: bool,
 }
 
+/// What the memory behind a tensor allows, as DLPack's `READ_ONLY` and `IS_COPIED` flags say
+/// it: the flags argument of [`Tensor::from_raw_parts`].
+///
+/// The default ([`TensorFlags::WRITABLE`]) is writable memory that others may reach too, such
+/// as a producer's array imported without a copy.
+///
+/// ```
+/// use dlbridge::TensorFlags;
+///
+/// assert_eq!(TensorFlags::default(), TensorFlags::WRITABLE);
+/// let flags = TensorFlags { readonly: true, ..TensorFlags::default() };
+/// assert_eq!(flags, TensorFlags::READONLY);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TensorFlags {
+    /// The memory must not be written through the tensor ([`Tensor::is_readonly`]).
+    pub readonly: bool,
+    /// The memory is a copy made for the tensor, which no one outside its owner reaches
+    /// ([`Tensor::is_copied`]); such memory must be writable, even when `readonly` is set.
+    pub copied: bool,
+}
+
+impl TensorFlags {
+    /// Writable memory that others may reach too (a producer's array, imported in place).
+    pub const WRITABLE: Self = Self {
+        readonly: false,
+        copied: false,
+    };
+    /// Memory that must not be written through the tensor.
+    pub const READONLY: Self = Self {
+        readonly: true,
+        copied: false,
+    };
+    /// A writable copy made for the tensor, which only its owner reaches.
+    pub const COPIED: Self = Self {
+        readonly: false,
+        copied: true,
+    };
+}
+
 /// Something that keeps a tensor's memory alive; dropped when the last tensor or export using
 /// the memory is gone (on any thread).
 pub type Owner = Arc<dyn Any + Send + Sync>;
@@ -184,18 +224,17 @@ impl Tensor {
     /// # Safety
     /// For as long as `owner` lives, `data + byte_offset` plus every element offset of `layout`
     /// (times the item size of `dtype`) must address valid, initialised memory of `device`,
-    /// writable unless `readonly` is true. `is_copied` claims that nobody else aliases the memory
-    /// (a tensor that has it may be made writable, [`Tensor::into_writable_copy`]): with
-    /// `is_copied` true the memory must be writable and aliased by no one outside `owner`.
-    #[allow(clippy::too_many_arguments)]
+    /// writable unless `flags.readonly` is set. `flags.copied` claims that nobody else aliases
+    /// the memory (a tensor that has it may be made writable,
+    /// [`Tensor::into_writable_if_copied`]): with it set, the memory must be writable and aliased by
+    /// no one outside `owner`.
     pub unsafe fn from_raw_parts(
         data: *mut c_void,
         byte_offset: u64,
         device: Device,
         dtype: DType,
         layout: Layout,
-        readonly: bool,
-        is_copied: bool,
+        flags: TensorFlags,
         owner: Owner,
     ) -> Result<Self> {
         let reach = layout.reach();
@@ -208,8 +247,7 @@ impl Tensor {
                 dtype,
                 layout,
                 reach,
-                readonly,
-                is_copied,
+                flags,
                 owner,
             )
         }
@@ -229,8 +267,7 @@ impl Tensor {
         dtype: DType,
         layout: Layout,
         reach: Reach,
-        readonly: bool,
-        is_copied: bool,
+        flags: TensorFlags,
         owner: Owner,
     ) -> Result<Self> {
         if layout.size() > 0 {
@@ -247,8 +284,8 @@ impl Tensor {
             device,
             dtype,
             layout,
-            readonly,
-            is_copied,
+            readonly: flags.readonly,
+            is_copied: flags.copied,
             subbyte_padded: false,
             owner,
         })
@@ -307,7 +344,7 @@ impl Tensor {
         }
     }
     /// True when the memory must not be written through this tensor.
-    pub fn readonly(&self) -> bool {
+    pub fn is_readonly(&self) -> bool {
         self.readonly
     }
     /// True when the memory is a copy made for this tensor, aliased by no one else.
@@ -315,7 +352,7 @@ impl Tensor {
         self.is_copied
     }
     /// True for sub-byte dtypes stored one element per byte.
-    pub fn subbyte_padded(&self) -> bool {
+    pub fn is_subbyte_padded(&self) -> bool {
         self.subbyte_padded
     }
     /// Row-major dense.
@@ -379,7 +416,7 @@ impl Tensor {
     /// A copy that no one else aliases (`is_copied`) made writable: the consumer of a fresh
     /// copy owns it alone, whatever the source's read-only status was. Other tensors are
     /// returned unchanged.
-    pub fn into_writable_copy(mut self) -> Self {
+    pub fn into_writable_if_copied(mut self) -> Self {
         if self.is_copied {
             self.readonly = false;
         }
@@ -528,11 +565,7 @@ impl Tensor {
 
     /// The bytes of a C-contiguous, host-accessible tensor (padded or packed as stored).
     pub fn host_bytes(&self) -> Result<&[u8]> {
-        if !self.device.is_host_accessible() {
-            return Err(Error::NotHostAccessible {
-                device: self.device,
-            });
-        }
+        self.device.require_host()?;
         self.check_c_contiguous()?;
         if self.nbytes() == 0 {
             return Ok(&[]);
@@ -560,11 +593,7 @@ impl Tensor {
     /// alignment are checked although [`Element`] promises them, so that a wrong promise is an
     /// error rather than an out-of-bounds or misaligned read.
     pub(crate) fn check_view<T: Element>(&self) -> Result<()> {
-        if !self.device.is_host_accessible() {
-            return Err(Error::NotHostAccessible {
-                device: self.device,
-            });
-        }
+        self.device.require_host()?;
         if self.dtype != T::DTYPE {
             return Err(Error::WrongDType {
                 held: self.dtype.name(),
@@ -692,7 +721,7 @@ mod tests {
     fn zeros_are_zero_and_writable() {
         let t = Tensor::zeros(DType::FLOAT64, &[2, 3]).unwrap();
         assert_eq!(t.to_vec::<f64>().unwrap(), vec![0.0; 6]);
-        assert!(!t.readonly() && t.is_c_contiguous());
+        assert!(!t.is_readonly() && t.is_c_contiguous());
         let fp4 = DType::from_name("float4_e2m1fn").unwrap();
         assert_eq!(Tensor::zeros(fp4, &[3]).unwrap().nbytes(), 2);
     }
@@ -706,7 +735,7 @@ mod tests {
         assert!(t.as_slice::<f64>().is_err());
         assert!(Tensor::from_vec(vec![1u8, 2, 3], &[2, 2]).is_err());
         assert_eq!(t.nbytes(), 48);
-        assert!(t.is_copied() && !t.readonly());
+        assert!(t.is_copied() && !t.is_readonly());
     }
 
     /// 32 bytes that claim to be one `uint8`: a broken `Element` implementation.
@@ -759,8 +788,7 @@ mod tests {
                 Device::CPU,
                 DType::FLOAT64,
                 Layout::contiguous(&[2], 8).unwrap(),
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 bytes.owner().clone(),
             )
         }
@@ -817,8 +845,7 @@ mod tests {
                 Device::CPU,
                 DType::UINT8,
                 Layout::contiguous(&[4], 1).unwrap(),
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 Arc::new(bytes),
             )
         }
@@ -860,8 +887,7 @@ mod tests {
                 t.device(),
                 t.dtype(),
                 Layout::new(&[rows, cols], Some(&[-cols, -1]), t.itemsize()).unwrap(),
-                true,
-                false,
+                TensorFlags::READONLY,
                 t.owner().clone(),
             )
         }

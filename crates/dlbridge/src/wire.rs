@@ -40,7 +40,7 @@ impl Description {
             shape: t.shape().to_vec(),
             strides: t.strides().to_vec(),
             byte_offset: 0,
-            subbyte_padded: t.subbyte_padded(),
+            subbyte_padded: t.is_subbyte_padded(),
         }
     }
 
@@ -115,9 +115,7 @@ fn mismatch(what: String) -> Error {
 /// copy first ([`Tensor::copy`]); device memory a transfer to the host.
 #[cfg_attr(not(feature = "pyo3"), allow(dead_code))] // for the Python face
 pub(crate) fn bytes_of(t: &Tensor) -> Result<Tensor> {
-    if !t.device().is_host_accessible() {
-        return Err(Error::NotHostAccessible { device: t.device() });
-    }
+    t.device().require_host()?;
     if !(t.is_c_contiguous() || t.is_f_contiguous()) {
         return Err(Error::CopyRequired {
             reason: "the tensor is not contiguous".to_owned(),
@@ -132,7 +130,7 @@ pub(crate) fn bytes_of(t: &Tensor) -> Result<Tensor> {
             device: t.device(),
             dtype: DType::UINT8,
             layout,
-            readonly: t.readonly(),
+            readonly: t.is_readonly(),
             is_copied: false,
             subbyte_padded: false,
         },
@@ -215,7 +213,7 @@ mod tests {
         .unwrap();
         assert_eq!(back.to_vec::<f32>().unwrap(), t.to_vec::<f32>().unwrap());
         assert_eq!(back.data_ptr(), t.data_ptr());
-        assert!(back.readonly());
+        assert!(back.is_readonly());
     }
 
     #[test]

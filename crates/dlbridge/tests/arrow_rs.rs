@@ -17,7 +17,7 @@ use dlbridge::arrow::arrow_rs::{
 };
 use dlbridge::arrow::{FillValue, Nulls};
 use dlbridge::ffi::arrow::ArrowDeviceArray;
-use dlbridge::{DType, Device, DeviceType, Error, Layout, Order, Tensor};
+use dlbridge::{DType, Device, DeviceType, Error, Layout, Order, Tensor, TensorFlags};
 use proptest::prelude::*;
 
 fn f32s(shape: &[i64]) -> Tensor {
@@ -41,8 +41,18 @@ unsafe fn over(values: Vec<f32>, layout: Layout, device: Device) -> Tensor {
     let values = Arc::new(values);
     let data = values.as_ptr().cast_mut().cast();
     // SAFETY: the caller's contract; `values` is the owner and is never written.
-    unsafe { Tensor::from_raw_parts(data, 0, device, DType::FLOAT32, layout, true, false, values) }
-        .unwrap()
+    unsafe {
+        Tensor::from_raw_parts(
+            data,
+            0,
+            device,
+            DType::FLOAT32,
+            layout,
+            TensorFlags::READONLY,
+            values,
+        )
+    }
+    .unwrap()
 }
 
 #[test]
@@ -55,7 +65,7 @@ fn primitive_arrays_round_trip_zero_copy() {
     assert_eq!(values.values().to_vec(), vec![0.0, 1.0, 2.0, 3.0, 4.0]);
     let back = from_array(array.as_ref()).unwrap();
     assert_eq!(back.data_ptr(), t.data_ptr());
-    assert!(back.readonly());
+    assert!(back.is_readonly());
     drop(array);
     drop(t);
     // The round trip keeps the memory alive on its own.

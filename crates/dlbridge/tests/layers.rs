@@ -2,7 +2,11 @@
 //! comments) is read, and a module may name only modules of a lower layer or modules listed
 //! before it in its own layer. `LAYERS` is the one table of the layers; docs/ARCHITECTURE.md
 //! explains it. Paths through the crate root's re-exports (`crate::Tensor`) count as paths to
-//! the module that defines them.
+//! the module that defines them. `circles` (layers/circles.rs) draws the finer graph, one
+//! module a file, and allows one circle in it.
+
+#[path = "layers/circles.rs"]
+mod circles;
 
 use std::collections::BTreeMap;
 use std::fs;

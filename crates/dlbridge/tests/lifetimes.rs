@@ -258,7 +258,7 @@ fn null_data_and_zero_size_tensors() {
         assert_eq!(t.size(), 0);
         assert_eq!(t.to_vec::<f32>().unwrap(), Vec::<f32>::new());
         assert_eq!(t.copy(Order::C).unwrap().size(), 0);
-        if !t.readonly() {
+        if !t.is_readonly() {
             let m = t.export(Flavor::Versioned { minor: 3 }).unwrap();
             drop(Tensor::from_managed(m).unwrap());
         }
@@ -729,7 +729,7 @@ mod capsules {
         let (tensor, obj, base) = Python::attach(|py| {
             let obj = pyo3::types::PyByteArray::new(py, &[1, 2, 3, 4]).into_any();
             let base = refcnt(&obj);
-            let t = dlbridge::python::import::from_object(&obj, None, None).unwrap();
+            let t = dlbridge::python::Import::default().extract(&obj).unwrap();
             assert!(refcnt(&obj) > base, "the tensor holds the bytearray");
             (t, obj.unbind(), base)
         });

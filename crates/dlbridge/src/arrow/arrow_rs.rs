@@ -21,7 +21,7 @@
 //!   owned Arrow C Device array that a C Device Data consumer can take, and that dlbridge
 //!   reads back as a tensor on its device.
 //! - Layouts Arrow cannot express (gaps, negative strides, a batch dimension that is not the
-//!   outermost) are exported from a C-order copy, as [`export`](crate::arrow::export) does;
+//!   outermost) are exported from a C-order copy, as [`export`] does;
 //!   on a device such a layout is refused.
 //!
 //! ```
@@ -67,7 +67,7 @@ use arrow_schema::{ArrowError, Field, Schema};
 use super::export::physical_cell;
 use super::{
     ArraySpec, ArrowData, ExportOptions, Imported, Nulls, OwnedArray, OwnedSchema, SchemaSpec,
-    export_named, import_arrow,
+    export, import_arrow,
 };
 use crate::copy::Order;
 use crate::device::Device;
@@ -114,12 +114,12 @@ fn name_the_fill(e: Error) -> Error {
 /// exported from a C-order copy. Refused for tensors that are not in host memory (see
 /// [`DeviceArray`]) and for dtypes without an Arrow type.
 pub fn to_array(tensor: &Tensor) -> Result<ArrayRef> {
-    check_host(tensor)?;
+    tensor.device().require_host()?;
     let row_major = (0..tensor.ndim().saturating_sub(1)).collect::<Vec<_>>();
     if tensor.ndim() > 2 && physical_cell(tensor).is_some_and(|order| order != row_major) {
         return to_array(&tensor.copy(Order::C)?);
     }
-    let mut exported = export_named(tensor, &ExportOptions::default(), None)?;
+    let mut exported = export(tensor, &ExportOptions::default())?;
     if tensor.ndim() > 1 {
         let values_field = exported.schema.children.remove(0);
         let values = exported.array.children.remove(0);
@@ -167,7 +167,7 @@ pub fn to_column(
     name: &str,
     dim_names: Option<&[String]>,
 ) -> Result<(Field, ArrayRef)> {
-    check_host(tensor)?;
+    tensor.device().require_host()?;
     into_arrow_rs(export_data(tensor, name, dim_names)?)
 }
 
@@ -185,18 +185,13 @@ pub fn to_record_batch(columns: &[(&str, &Tensor)]) -> Result<RecordBatch> {
     RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays).map_err(arrow_error)
 }
 
-fn check_host(tensor: &Tensor) -> Result<()> {
-    let device = tensor.device();
-    if device.is_host_accessible() {
-        Ok(())
-    } else {
-        Err(Error::NotHostAccessible { device })
-    }
-}
-
 /// dlbridge's export of `tensor` (any device) as C structs, the root field named `name`.
 fn export_data(tensor: &Tensor, name: &str, dim_names: Option<&[String]>) -> Result<ArrowData> {
-    let mut exported = export_named(tensor, &ExportOptions::default(), dim_names)?;
+    let options = ExportOptions {
+        dim_names: dim_names.map(<[String]>::to_vec),
+        ..ExportOptions::default()
+    };
+    let mut exported = export(tensor, &options)?;
     exported.schema.name = name.to_owned();
     exported_data(exported.schema, exported.array, exported.device)
 }
@@ -204,7 +199,7 @@ fn export_data(tensor: &Tensor, name: &str, dim_names: Option<&[String]>) -> Res
 /// The C structs of an export's field and array, the array's buffers on `device`.
 fn exported_data(field: SchemaSpec, array: ArraySpec, device: Device) -> Result<ArrowData> {
     let schema = Arc::new(field.export()?);
-    // SAFETY: the array was built by `export_named` (and maybe nested by `nested_lists`,
+    // SAFETY: the array was built by `export` (and maybe nested by `nested_lists`,
     // which adds levels without buffers): its values buffer is the tensor's memory on
     // `device` (or a copy), as long as the field implies, and the array holds its owner.
     let array = unsafe { array.export(device) };
@@ -455,11 +450,7 @@ impl DeviceArray {
     /// Hand the array to arrow-rs: its field and array. Refused (with
     /// [`Error::NotHostAccessible`]) unless the buffers are host memory.
     pub fn into_column(self) -> Result<(Field, ArrayRef)> {
-        if !self.device.is_host_accessible() {
-            return Err(Error::NotHostAccessible {
-                device: self.device,
-            });
-        }
+        self.device.require_host()?;
         // SAFETY: the schema describes the array (the invariant of every constructor).
         into_arrow_rs(unsafe { ArrowData::new(Arc::new(self.schema), self.array) })
     }

@@ -211,7 +211,7 @@ fn values_tensor_checks_every_reached_item() {
     }
     .unwrap();
     assert_eq!(t.to_vec::<f32>().unwrap(), vec![2.0, 3.0, 4.0]);
-    assert!(t.readonly());
+    assert!(t.is_readonly());
     let too_far = Layout::contiguous(&[4], 4).unwrap();
     // SAFETY: as above.
     assert!(unsafe { root.values_tensor(1, too_far, DType::FLOAT32, owner.clone()) }.is_err());
@@ -245,7 +245,7 @@ fn bools_unpack_and_nulls_count_from_bitmaps() {
         .unpack_bools(1, Layout::contiguous(&[9], 1).unwrap())
         .unwrap();
     assert_eq!(t.dtype(), DType::BOOL);
-    assert!(t.is_copied() && !t.readonly());
+    assert!(t.is_copied() && !t.is_readonly());
     assert_eq!(t.host_bytes().unwrap(), &[0, 1, 0, 1, 1, 0, 1, 0, 1]);
     // validity bits 1..10 of BITS: 0,1,0,1,1,0,1,0,1 -> 4 nulls
     assert_eq!(root.count_nulls(0, 9, 2).unwrap(), 4);

@@ -11,21 +11,28 @@ use crate::error::{Error, Result};
 use crate::ffi::arrow::FLAG_NULLABLE;
 use crate::tensor::{Owner, Tensor};
 
-/// Choices a consumer can make through a requested schema.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a tensor is exported: the choices a consumer can make through a requested schema
+/// ([`for_request`](ExportOptions::for_request)), and the names of the cell's dimensions.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExportOptions {
     /// Annotate with extension types (`arrow.fixed_shape_tensor`, `arrow.bool8`); without,
     /// only the storage types are exported.
     pub extensions: bool,
     /// Export `bool` as Arrow's bit-packed boolean (a copy) instead of `arrow.bool8`.
     pub packed_bool: bool,
+    /// Logical names of the cell's dimensions (dimensions 1.. of the tensor), written to the
+    /// `arrow.fixed_shape_tensor` metadata in physical order. Names of the wrong count, and
+    /// names without `extensions`, are left out.
+    pub dim_names: Option<Vec<String>>,
 }
 
 impl Default for ExportOptions {
+    /// Extension types on, booleans as `arrow.bool8`, no dimension names.
     fn default() -> Self {
         Self {
             extensions: true,
             packed_bool: false,
+            dim_names: None,
         }
     }
 }
@@ -33,7 +40,7 @@ impl Default for ExportOptions {
 impl ExportOptions {
     /// Best effort at a consumer's `requested_schema`: the bit-packed boolean and the bare
     /// storage type (no extension) can be produced; any other request gets the default
-    /// schema, which the consumer must inspect (and cast) anyway.
+    /// schema, which the consumer must inspect (and cast) anyway. No dimension names.
     pub fn for_request(tensor: &Tensor, requested: SchemaView<'_>) -> Result<Self> {
         let default = export_schema(tensor, &Self::default())?;
         let mut options = Self::default();
@@ -74,15 +81,6 @@ pub struct ArrowExport {
 
 /// The Arrow field a tensor exports as (what [`export`] would produce).
 pub fn export_schema(tensor: &Tensor, options: &ExportOptions) -> Result<SchemaSpec> {
-    export_schema_named(tensor, options, None)
-}
-
-/// [`export_schema`] with logical names for the cell's dimensions (see [`export_named`]).
-pub fn export_schema_named(
-    tensor: &Tensor,
-    options: &ExportOptions,
-    dim_names: Option<&[String]>,
-) -> Result<SchemaSpec> {
     check_exportable(tensor)?;
     let cell: Vec<i64> = tensor.shape()[1..].to_vec();
     let identity: Vec<usize> = (0..cell.len()).collect();
@@ -92,7 +90,7 @@ pub fn export_schema_named(
         physical_cell(tensor).unwrap_or(identity) // else exported as a C-order copy
     };
     let (shape, permutation) = physical_shape(&cell, &order);
-    let names = physical_names(dim_names, &order);
+    let names = physical_names(options, &order);
     field(tensor, options, &shape, permutation, names)
 }
 
@@ -100,38 +98,23 @@ pub fn export_schema_named(
 /// bit-packed booleans) from a host copy. Device memory is never copied: a layout that needs
 /// a copy is refused there.
 pub fn export(tensor: &Tensor, options: &ExportOptions) -> Result<ArrowExport> {
-    export_named(tensor, options, None)
-}
-
-/// [`export`] with logical names for the cell's dimensions (dimensions 1.. of the tensor),
-/// written to the `arrow.fixed_shape_tensor` metadata in physical order. Names of the wrong
-/// count are left out.
-pub fn export_named(
-    tensor: &Tensor,
-    options: &ExportOptions,
-    dim_names: Option<&[String]>,
-) -> Result<ArrowExport> {
     check_exportable(tensor)?;
     let packed = options.packed_bool && tensor.dtype() == DType::BOOL;
     let order = if packed { None } else { physical_cell(tensor) };
     let Some(order) = order else {
-        if !tensor.device().is_host_accessible() {
-            return Err(Error::NotHostAccessible {
-                device: tensor.device(),
-            });
-        }
+        tensor.device().require_host()?;
         let copy = tensor.copy(Order::C)?;
         let mut exported = if packed {
-            export_packed(&copy, options, dim_names)?
+            export_packed(&copy, options)?
         } else {
-            export_named(&copy, options, dim_names)?
+            export(&copy, options)?
         };
         exported.copied = true;
         return Ok(exported);
     };
     let cell: Vec<i64> = tensor.shape()[1..].to_vec();
     let (shape, permutation) = physical_shape(&cell, &order);
-    let names = physical_names(dim_names, &order);
+    let names = physical_names(options, &order);
     let schema = field(tensor, options, &shape, permutation, names)?;
     let data = if tensor.size() == 0 && tensor.data_ptr() == 0 {
         std::ptr::null()
@@ -156,18 +139,14 @@ pub fn export_named(
 }
 
 /// Bit-pack a C-contiguous host bool tensor.
-fn export_packed(
-    tensor: &Tensor,
-    options: &ExportOptions,
-    dim_names: Option<&[String]>,
-) -> Result<ArrowExport> {
+fn export_packed(tensor: &Tensor, options: &ExportOptions) -> Result<ArrowExport> {
     let bytes = tensor.host_bytes()?;
     let mut bits = HostBuffer::new(bytes.len().div_ceil(8))?;
     for (j, &b) in bytes.iter().enumerate() {
         bits.as_mut_slice()[j / 8] |= u8::from(b != 0) << (j % 8);
     }
     let identity: Vec<usize> = (0..tensor.ndim() - 1).collect();
-    let names = physical_names(dim_names, &identity);
+    let names = physical_names(options, &identity);
     let schema = field(tensor, options, &tensor.shape()[1..], None, names)?;
     let data = bits.as_slice().as_ptr().cast();
     let owner: Owner = Arc::new(bits);
@@ -282,9 +261,11 @@ pub(super) fn physical_shape(cell: &[i64], order: &[usize]) -> (Vec<i64>, Option
 }
 
 /// The names of the physical dimensions of a cell stored in `order` (see [`physical_shape`]),
-/// from logical `names` (`None` unless there is one per cell dimension).
-fn physical_names(names: Option<&[String]>, order: &[usize]) -> Option<Vec<String>> {
-    names
+/// from the logical `dim_names` of `options` (`None` unless there is one per cell dimension).
+fn physical_names(options: &ExportOptions, order: &[usize]) -> Option<Vec<String>> {
+    options
+        .dim_names
+        .as_deref()
         .filter(|n| n.len() == order.len())
         .map(|n| order.iter().map(|&d| n[d].clone()).collect())
 }

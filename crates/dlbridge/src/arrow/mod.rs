@@ -40,9 +40,7 @@ mod stream;
 mod view;
 
 pub use build::{ArraySpec, SchemaSpec};
-pub use export::{
-    ArrowExport, ExportOptions, export, export_named, export_schema, export_schema_named,
-};
+pub use export::{ArrowExport, ExportOptions, export, export_schema};
 #[cfg(feature = "pyo3")]
 pub(crate) use import::all_valid;
 pub use import::{
@@ -116,6 +114,19 @@ fn unsupported(format: &str, reason: impl Into<String>) -> Error {
         format: format.to_owned(),
         reason: reason.into(),
     }
+}
+
+/// A malformed Arrow struct: the error of the readers of producer structs (`owned`, `view`),
+/// kept here, below both, so that neither names the other for it.
+fn invalid(msg: impl Into<String>) -> Error {
+    Error::InvalidLayout(msg.into())
+}
+
+/// A struct used after its release (a consumed capsule, a second read of a stream's schema).
+fn released_error(what: &str) -> Error {
+    invalid(format!(
+        "the {what} is already released (consumed); ask the producer for a new one"
+    ))
 }
 
 fn bad_extension(reason: impl Into<String>) -> Error {
@@ -419,7 +430,7 @@ mod tests {
     use super::export::{physical_cell, physical_shape};
     use crate::device::Device;
     use crate::layout::Layout;
-    use crate::tensor::Tensor;
+    use crate::tensor::{Tensor, TensorFlags};
 
     fn tensor(shape: &[i64], strides: &[i64]) -> Tensor {
         let n: i64 = shape
@@ -438,8 +449,7 @@ mod tests {
                 Device::CPU,
                 DType::FLOAT32,
                 layout,
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 base.owner().clone(),
             )
         }
@@ -549,7 +559,7 @@ mod tests {
                     assert!(*n == 1 || got == want, "{shape:?}");
                 }
             }
-            assert!(back.readonly());
+            assert!(back.is_readonly());
         }
     }
 
@@ -564,8 +574,7 @@ mod tests {
                 Device::CPU,
                 DType::BOOL,
                 t.layout().clone(),
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 t.owner().clone(),
             )
         }
@@ -578,8 +587,8 @@ mod tests {
         assert_eq!(back.dtype(), DType::BOOL);
         assert_eq!(back.data_ptr(), t.data_ptr());
         let packed = ExportOptions {
-            extensions: true,
             packed_bool: true,
+            ..ExportOptions::default()
         };
         let (back, copied, field) = round_trip(&t, &packed);
         assert!(copied);
@@ -588,10 +597,38 @@ mod tests {
         assert!(back.is_copied());
         let plain = ExportOptions {
             extensions: false,
-            packed_bool: false,
+            ..ExportOptions::default()
         };
         let (back, _, _) = round_trip(&t, &plain);
         assert_eq!(back.dtype(), DType::INT8);
+    }
+
+    #[test]
+    fn dim_names_are_written_in_physical_order() {
+        let names_of = |options: &ExportOptions| {
+            let field = export_schema(&tensor(&[2, 3, 4], &[12, 1, 3]), options).unwrap();
+            assert_eq!(
+                field,
+                export(&tensor(&[2, 3, 4], &[12, 1, 3]), options)
+                    .unwrap()
+                    .schema
+            );
+            FixedShape::parse(field.metadata[1].1.as_bytes())
+                .unwrap()
+                .dim_names
+        };
+        // Cells of logical shape (3, 4) stored transposed: physically (4, 3).
+        let named = ExportOptions {
+            dim_names: Some(vec!["H".into(), "W".into()]),
+            ..ExportOptions::default()
+        };
+        assert_eq!(names_of(&named), Some(vec!["W".into(), "H".into()]));
+        // Names of the wrong count are left out.
+        let one_name = ExportOptions {
+            dim_names: Some(vec!["H".into()]),
+            ..ExportOptions::default()
+        };
+        assert_eq!(names_of(&one_name), None);
     }
 
     #[test]
@@ -610,7 +647,7 @@ mod tests {
         let t = tensor(&[2, 3, 4], &[12, 4, 1]);
         let plain = ExportOptions {
             extensions: false,
-            packed_bool: false,
+            ..ExportOptions::default()
         };
         let (back, _, field) = round_trip(&t, &plain);
         assert_eq!(field.format, "+w:12");
@@ -691,7 +728,7 @@ mod tests {
             filled.values.to_vec::<f32>().unwrap(),
             vec![1.0, 2.0, -1.0, -1.0, 5.0, 6.0]
         );
-        assert!(filled.values.is_copied() && !filled.values.readonly());
+        assert!(filled.values.is_copied() && !filled.values.is_readonly());
         assert!(matches!(
             import_arrow(data(&schema), Some(false), fill),
             Err(Error::CopyRequired { .. })

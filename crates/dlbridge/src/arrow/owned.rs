@@ -24,16 +24,7 @@ use crate::ffi::arrow::{
 };
 
 use super::view::{Node, SchemaView};
-
-pub(super) fn invalid(msg: impl Into<String>) -> Error {
-    Error::InvalidLayout(msg.into())
-}
-
-pub(super) fn released_error(what: &str) -> Error {
-    invalid(format!(
-        "the {what} is already released (consumed); ask the producer for a new one"
-    ))
-}
+use super::{invalid, released_error};
 
 // ------------------------------------------------------------------------------------------
 // Owning handles
@@ -260,10 +251,7 @@ impl Owned<ArrowDeviceArray> {
     /// # Safety
     /// `out` must be valid for writes and hold no live array.
     pub unsafe fn move_into(self, out: *mut ArrowArray) -> Result<()> {
-        let device = self.device()?;
-        if !device.is_host_accessible() {
-            return Err(Error::NotHostAccessible { device });
-        }
+        self.device()?.require_host()?;
         // SAFETY: `out` is writable (caller's contract) and receives the only live copy of the
         // array (rule R5: its release does not depend on its address).
         unsafe { ptr::write(out, self.into_inner().array) };

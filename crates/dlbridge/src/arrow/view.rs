@@ -8,12 +8,12 @@ use std::sync::Arc;
 use crate::copy::HostBuffer;
 use crate::device::Device;
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ffi::arrow::{ArrowArray, ArrowSchema};
 
-use super::owned::{invalid, released_error};
+use super::{invalid, released_error};
 use crate::layout::Layout;
-use crate::tensor::{Owner, Tensor};
+use crate::tensor::{Owner, Tensor, TensorFlags};
 
 /// Read access to a live schema's fields (valid while its owner is unreleased).
 #[derive(Clone, Copy, Debug)]
@@ -414,8 +414,7 @@ impl<'a> Node<'a> {
                 self.device,
                 dtype,
                 layout,
-                true,
-                false,
+                TensorFlags::READONLY,
                 owner,
             )
         }
@@ -430,11 +429,7 @@ impl<'a> Node<'a> {
                 "format {format:?} is not bit-packed boolean"
             )));
         }
-        if !self.device.is_host_accessible() {
-            return Err(Error::NotHostAccessible {
-                device: self.device,
-            });
-        }
+        self.device.require_host()?;
         let (first, last) = self.reached_items(start, &layout)?;
         let span = if layout.size() == 0 {
             0
@@ -517,8 +512,7 @@ pub(crate) fn host_tensor(
             Device::CPU,
             dtype,
             layout,
-            false,
-            true,
+            TensorFlags::COPIED,
             Arc::new(buffer),
         )
     }

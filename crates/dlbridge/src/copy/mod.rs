@@ -62,7 +62,7 @@ fn check_host(t: &Tensor) -> Result<()> {
 }
 
 fn is_packed_subbyte(t: &Tensor) -> bool {
-    t.dtype().is_subbyte() && !t.subbyte_padded()
+    t.dtype().is_subbyte() && !t.is_subbyte_padded()
 }
 
 /// Strides in elements of a dense layout of `shape` in `order`.
@@ -176,7 +176,7 @@ impl Tensor {
             buffer,
             self.dtype(),
             layout,
-            self.subbyte_padded(),
+            self.is_subbyte_padded(),
         ))
     }
 
@@ -239,7 +239,7 @@ fn byte_range(t: &Tensor) -> (usize, usize) {
 /// no other thread may read or write those elements while it runs (the rule `numpy.copyto`
 /// has), and no shared view of them ([`Tensor::as_slice`], [`Tensor::host_bytes`]) may be alive.
 pub unsafe fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
-    if dst.readonly() {
+    if dst.is_readonly() {
         return Err(Error::ReadOnly);
     }
     check_host(dst)?;
@@ -311,6 +311,7 @@ pub unsafe fn copy_into(dst: &Tensor, src: &Tensor) -> Result<()> {
 mod tests {
     use super::*;
     use crate::layout::for_each_offset;
+    use crate::tensor::TensorFlags;
     use proptest::prelude::*;
 
     /// A view of `t`'s memory with another layout (first element moved by `offset` elements).
@@ -325,8 +326,10 @@ mod tests {
                 t.device(),
                 dtype,
                 layout,
-                t.readonly(),
-                false,
+                TensorFlags {
+                    readonly: t.is_readonly(),
+                    copied: false,
+                },
                 t.owner().clone(),
             )
             .unwrap()
@@ -357,7 +360,7 @@ mod tests {
         let tt = transposed(&t);
         assert_eq!(tt.to_vec::<i32>().unwrap(), vec![0, 3, 1, 4, 2, 5]);
         let c = tt.copy(Order::C).unwrap();
-        assert!(c.is_c_contiguous() && c.is_copied() && !c.readonly());
+        assert!(c.is_c_contiguous() && c.is_copied() && !c.is_readonly());
         assert_eq!(c.as_slice::<i32>().unwrap(), &[0, 3, 1, 4, 2, 5]);
         let f = tt.copy(Order::F).unwrap();
         assert!(f.is_f_contiguous());

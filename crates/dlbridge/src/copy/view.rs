@@ -33,9 +33,9 @@ impl Tensor {
                 device: self.device(),
                 dtype: self.dtype(),
                 layout,
-                readonly: self.readonly(),
+                readonly: self.is_readonly(),
                 is_copied: false,
-                subbyte_padded: self.subbyte_padded(),
+                subbyte_padded: self.is_subbyte_padded(),
             },
             self.owner().clone(),
         ))

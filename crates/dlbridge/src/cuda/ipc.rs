@@ -116,9 +116,9 @@ fn described(t: &Tensor, data: *mut c_void, byte_offset: u64) -> Described {
         device: t.device(),
         dtype: t.dtype(),
         layout: t.layout().clone(),
-        readonly: t.readonly(),
+        readonly: t.is_readonly(),
         is_copied: false,
-        subbyte_padded: t.subbyte_padded(),
+        subbyte_padded: t.is_subbyte_padded(),
     }
 }
 
@@ -191,6 +191,7 @@ pub fn open_ipc_handle(handle: &IpcHandle, readonly: bool) -> Result<Tensor> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tensor::TensorFlags;
 
     #[test]
     fn host_tensors_have_no_ipc_handle() {
@@ -242,8 +243,7 @@ mod tests {
                 cuda0,
                 DType::FLOAT32,
                 layout,
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 Arc::new(d.clone()),
             )
         }

@@ -13,7 +13,7 @@ use crate::device::{Device, DeviceType};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::tensor::Described;
-use crate::tensor::{Owner, Tensor};
+use crate::tensor::{Owner, Tensor, TensorFlags};
 
 use super::driver::{CU_STREAM_LEGACY, Context, CuDevicePtr, CuStream, Driver, driver};
 use super::memory::{AllocKind, Allocation};
@@ -309,7 +309,7 @@ fn wrap(like: &Tensor, to: Device, data: usize, owner: Owner) -> Result<Tensor> 
             layout,
             readonly: false,
             is_copied: true,
-            subbyte_padded: like.subbyte_padded(),
+            subbyte_padded: like.is_subbyte_padded(),
         },
         owner,
     ))
@@ -407,7 +407,7 @@ fn device_to_host(src: &Tensor, to: Device, stream: StreamRequest) -> Result<Ten
                 b,
                 src.dtype(),
                 layout,
-                src.subbyte_padded(),
+                src.is_subbyte_padded(),
             ))
         }
         Keep::Host(b) => {
@@ -422,8 +422,7 @@ fn device_to_host(src: &Tensor, to: Device, stream: StreamRequest) -> Result<Ten
                     Device::CPU,
                     src.dtype(),
                     src.layout().clone(),
-                    false,
-                    false,
+                    TensorFlags::WRITABLE,
                     Arc::new(b),
                 )
             }?;
@@ -584,6 +583,16 @@ mod tests {
             let e = copy_to_device(&t, to).unwrap_err();
             assert!(matches!(e, Error::CudaUnavailable { .. }), "{e}");
         }
+        // Safe code reaches the driver only with the three well-known streams, which need no
+        // handle from anyone: they fail cleanly without a driver too.
+        for request in [
+            StreamRequest::Default,
+            StreamRequest::PerThread,
+            StreamRequest::NoSync,
+        ] {
+            let e = to_device(&t, dev(DeviceType::CUDA, 1), request).unwrap_err();
+            assert!(matches!(e, Error::CudaUnavailable { .. }), "{e}");
+        }
         // SAFETY: not a stream, but without a driver it is never used.
         let made_up = unsafe { super::super::StreamHandle::from_raw(77) };
         assert!(matches!(
@@ -605,8 +614,7 @@ mod tests {
                 dev(DeviceType::CUDA, 0),
                 crate::DType::FLOAT32,
                 layout,
-                false,
-                false,
+                TensorFlags::WRITABLE,
                 Arc::new(()),
             )
         }

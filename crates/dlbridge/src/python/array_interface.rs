@@ -6,11 +6,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use crate::device::Device;
-use crate::error::Error;
 use crate::python::errors::buffer_error;
 use crate::python::held::HeldObject;
 use crate::python::interface_dict::{Fields, InterfaceDict};
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorFlags};
 
 /// Import `obj` through its `__array_interface__` dict `iface`. The object is kept alive as
 /// the owner of the memory.
@@ -33,8 +32,10 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>, iface: &Bound<'_, PyAny>) -> PyResu
             Device::CPU,
             dtype,
             layout,
-            readonly,
-            false,
+            TensorFlags {
+                readonly,
+                copied: false,
+            },
             Arc::new(owner),
         )
     }?)
@@ -42,12 +43,7 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>, iface: &Bound<'_, PyAny>) -> PyResu
 
 /// The `__array_interface__` dict of a host-accessible tensor.
 pub(crate) fn export<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'py, PyDict>> {
-    if !tensor.device().is_host_accessible() {
-        return Err(Error::NotHostAccessible {
-            device: tensor.device(),
-        }
-        .into());
-    }
+    tensor.device().require_host()?;
     let dtype = tensor.dtype();
     let typestr = dtype.typestr().ok_or_else(|| {
         buffer_error(format!(
@@ -64,7 +60,7 @@ pub(crate) fn export<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'p
     } else {
         tensor.data_ptr()
     };
-    dict.set_item("data", (address, tensor.readonly()))?;
+    dict.set_item("data", (address, tensor.is_readonly()))?;
     if tensor.is_c_contiguous() {
         dict.set_item("strides", py.None())?;
     } else {

@@ -243,18 +243,24 @@ pub(crate) fn take_device_stream(capsule: &Bound<'_, PyAny>) -> PyResult<OwnedDe
 // ------------------------------------------------------------------------------------------
 
 /// The export options for a `requested_schema` argument (`None` or an `arrow_schema` capsule,
-/// read without consuming it).
-pub(crate) fn options(
+/// read without consuming it), with the tensor's `dim_names`.
+fn options(
     tensor: &Tensor,
+    dim_names: Option<&[String]>,
     requested: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<ExportOptions> {
-    let Some(requested) = requested.filter(|r| !r.is_none()) else {
-        return Ok(ExportOptions::default());
+    let mut options = match requested.filter(|r| !r.is_none()) {
+        None => ExportOptions::default(),
+        Some(requested) => {
+            let raw = capsule_pointer::<ArrowSchema>(requested)?;
+            // SAFETY: the capsule's schema stays valid while we borrow `requested`; we only
+            // read it.
+            let view = unsafe { SchemaView::borrow(raw) }?;
+            ExportOptions::for_request(tensor, view)?
+        }
     };
-    let raw = capsule_pointer::<ArrowSchema>(requested)?;
-    // SAFETY: the capsule's schema stays valid while we borrow `requested`; we only read it.
-    let view = unsafe { SchemaView::borrow(raw) }?;
-    Ok(ExportOptions::for_request(tensor, view)?)
+    options.dim_names = dim_names.map(<[String]>::to_vec);
+    Ok(options)
 }
 
 /// Raise NotImplementedError for a keyword this version does not know whose value is not None
@@ -272,13 +278,13 @@ pub(crate) fn check_device_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResul
 }
 
 /// `__arrow_c_schema__`: the field the tensor exports as (`dim_names`: logical names of the
-/// cell's dimensions, see [`convert::export_named`]).
+/// cell's dimensions, see [`ExportOptions::dim_names`]).
 pub(crate) fn export_schema<'py>(
     py: Python<'py>,
     tensor: &Tensor,
     dim_names: Option<&[String]>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let spec = convert::export_schema_named(tensor, &ExportOptions::default(), dim_names)?;
+    let spec = convert::export_schema(tensor, &options(tensor, dim_names, None)?)?;
     schema_capsule(py, spec.export()?)
 }
 
@@ -297,9 +303,9 @@ pub(crate) fn export_array<'py>(
             tensor.device()
         )));
     }
-    let exported = convert::export_named(tensor, &options(tensor, requested)?, dim_names)?;
+    let exported = convert::export(tensor, &options(tensor, dim_names, requested)?)?;
     let schema = schema_capsule(py, exported.schema.export()?)?;
-    // SAFETY: `convert::export_named` built the array over the tensor's memory (or a copy) on
+    // SAFETY: `convert::export` built the array over the tensor's memory (or a copy) on
     // `exported.device`, as its schema describes, kept alive by the owner the array carries.
     let array = unsafe { exported.array.export(exported.device) };
     let array = if device {
@@ -323,7 +329,7 @@ pub(crate) fn export_stream_capsule<'py>(
             tensor.device()
         )));
     }
-    let exported = convert::export_named(tensor, &options(tensor, requested)?, dim_names)?;
+    let exported = convert::export(tensor, &options(tensor, dim_names, requested)?)?;
     // SAFETY: as in `export_array`: the array is the tensor's memory (or a copy) on the CPU,
     // as the schema describes, kept alive by its owner.
     let stream = unsafe { export_stream(exported.schema, vec![exported.array]) };
@@ -338,7 +344,7 @@ pub(crate) fn export_device_stream_capsule<'py>(
     dim_names: Option<&[String]>,
     requested: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let exported = convert::export_named(tensor, &options(tensor, requested)?, dim_names)?;
+    let exported = convert::export(tensor, &options(tensor, dim_names, requested)?)?;
     // SAFETY: as in `export_array`, on `exported.device`.
     let stream =
         unsafe { export_device_stream(exported.schema, vec![exported.array], exported.device) };

@@ -13,7 +13,7 @@ use crate::error::Error;
 use crate::layout::{Layout, MAX_NDIM};
 use crate::python::errors::buffer_error;
 use crate::python::held::with_gil;
-use crate::tensor::{Owner, Tensor};
+use crate::tensor::{Owner, Tensor, TensorFlags};
 
 /// A `Py_buffer` obtained with `PyObject_GetBuffer`, released (under the GIL) on drop.
 struct HeldBuffer(Box<ffi::Py_buffer>);
@@ -111,8 +111,10 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<Tensor> {
             Device::CPU,
             dtype,
             layout,
-            readonly,
-            false,
+            TensorFlags {
+                readonly,
+                copied: false,
+            },
             Arc::new(held),
         )
     }?)
@@ -185,13 +187,8 @@ pub(crate) unsafe fn fill(
     tensor: &Tensor,
     owner: Bound<'_, PyAny>,
 ) -> PyResult<()> {
-    if !tensor.device().is_host_accessible() {
-        return Err(Error::NotHostAccessible {
-            device: tensor.device(),
-        }
-        .into());
-    }
-    if flags & ffi::PyBUF_WRITABLE != 0 && tensor.readonly() {
+    tensor.device().require_host()?;
+    if flags & ffi::PyBUF_WRITABLE != 0 && tensor.is_readonly() {
         return Err(buffer_error(
             "the tensor is read-only; a writable buffer cannot be exported (request a read-only buffer, or copy it first)",
         ));
@@ -239,7 +236,7 @@ pub(crate) unsafe fn fill(
         v.buf = buf as *mut c_void;
         v.len = tensor.nbytes() as ffi::Py_ssize_t;
         v.itemsize = itemsize;
-        v.readonly = c_int::from(tensor.readonly());
+        v.readonly = c_int::from(tensor.is_readonly());
         v.ndim = tensor.ndim() as c_int;
         v.format = if flags & ffi::PyBUF_FORMAT != 0 {
             format.as_ptr().cast_mut()

@@ -22,6 +22,8 @@ pub const USED_VERSIONED: &CStr = c"used_dltensor_versioned";
 pub const LEGACY: &CStr = c"dltensor";
 /// Capsule name of a consumed legacy managed tensor.
 pub const USED_LEGACY: &CStr = c"used_dltensor";
+/// Capsule name of a DLPack C exchange API table (a type's `__dlpack_c_exchange_api__`).
+pub(crate) const EXCHANGE_API: &CStr = c"dlpack_exchange_api";
 
 /// True when `obj` is a capsule (of any name).
 pub fn is_capsule(obj: &Bound<'_, PyAny>) -> bool {
@@ -208,8 +210,7 @@ pub(crate) fn exchange_api<'py>(
         .cast_mut()
         .cast();
     // SAFETY: the table is a static (never freed, never written), the name is a static C string.
-    let capsule =
-        unsafe { ffi::PyCapsule_New(ptr, crate::python::exchange::CAPSULE_NAME.as_ptr(), None) };
+    let capsule = unsafe { ffi::PyCapsule_New(ptr, EXCHANGE_API.as_ptr(), None) };
     // SAFETY: a new reference or NULL with an exception set.
     unsafe { Bound::from_owned_ptr_or_err(py, capsule) }
 }

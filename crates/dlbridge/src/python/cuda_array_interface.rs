@@ -33,7 +33,7 @@ use crate::layout::Layout;
 use crate::python::errors::buffer_error;
 use crate::python::held::HeldObject;
 use crate::python::interface_dict::{Fields, InterfaceDict};
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorFlags};
 
 /// The fields of a `__cuda_array_interface__` dict, validated (no driver needed).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,8 +128,10 @@ pub(crate) fn import(
             device,
             parsed.dtype,
             parsed.layout,
-            parsed.readonly,
-            false,
+            TensorFlags {
+                readonly: parsed.readonly,
+                copied: false,
+            },
             Arc::new(owner),
         )
     }?)
@@ -165,7 +167,7 @@ pub(crate) fn export<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Bound<'p
     } else {
         tensor.data_ptr()
     };
-    dict.set_item("data", (address, tensor.readonly()))?;
+    dict.set_item("data", (address, tensor.is_readonly()))?;
     if tensor.is_c_contiguous() {
         dict.set_item("strides", py.None())?;
     } else {

@@ -2,8 +2,6 @@
 //! (`__dlpack_c_exchange_api__` capsule, DLPack 1.3, or the 1.2 `__c_dlpack_exchange_api__`
 //! int) and import through it without a Python-level `__dlpack__` call.
 
-use std::ffi::CStr;
-
 use pyo3::exceptions::PyBufferError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -11,10 +9,8 @@ use pyo3::types::PyType;
 
 use crate::ffi::dlpack::{DLPACK_MAJOR_VERSION, DLPackExchangeAPI, DLPackExchangeAPIHeader};
 use crate::managed::ManagedTensor;
+use crate::python::capsule::{EXCHANGE_API, is_capsule};
 use crate::tensor::Tensor;
-
-/// Capsule name of an exchange-API table.
-pub(crate) const CAPSULE_NAME: &CStr = c"dlpack_exchange_api";
 
 /// A table of process lifetime (the protocol's promise).
 #[derive(Clone, Copy, Debug)]
@@ -25,12 +21,12 @@ pub(crate) fn discover(ty: &Bound<'_, PyType>) -> PyResult<Option<Api>> {
     let py = ty.py();
     let header: *const DLPackExchangeAPIHeader =
         if let Some(capsule) = ty.getattr_opt(intern!(py, "__dlpack_c_exchange_api__"))? {
-            if !super::capsule::is_capsule(&capsule) {
+            if !is_capsule(&capsule) {
                 return Ok(None);
             }
             // SAFETY: `capsule` is a capsule; a NULL result (other name) sets an error we clear.
             let ptr =
-                unsafe { pyo3::ffi::PyCapsule_GetPointer(capsule.as_ptr(), CAPSULE_NAME.as_ptr()) };
+                unsafe { pyo3::ffi::PyCapsule_GetPointer(capsule.as_ptr(), EXCHANGE_API.as_ptr()) };
             if ptr.is_null() {
                 // SAFETY: clear the name-mismatch error just raised.
                 unsafe { pyo3::ffi::PyErr_Clear() };

@@ -21,7 +21,7 @@ use crate::tensor::Tensor;
 /// Import `obj` zero-copy when possible, honouring `device` and `copy` like the array API's
 /// `from_dlpack`: `copy=True` always copies (C-contiguous result), `copy=False` never copies,
 /// `copy=None` copies only when needed (e.g. data not aligned to its item size).
-pub fn from_object(
+pub(crate) fn from_object(
     obj: &Bound<'_, PyAny>,
     device: Option<Device>,
     copy: Option<bool>,
@@ -639,8 +639,8 @@ pub(crate) fn apply_policy(
         // A producer's copy on a device the host cannot reach is kept in the producer's order.
         // It is the consumer's alone (IS_COPIED), so it is writable even when its source was not.
         Some(true) if tensor.is_copied() && !tensor.device().is_host_accessible() => Ok(tensor
-            .readonly()
-            .then(|| tensor.clone().into_writable_copy())),
+            .is_readonly()
+            .then(|| tensor.clone().into_writable_if_copied())),
         Some(true) if !tensor.device().is_host_accessible() => Ok(Some(cuda::to_device(
             tensor,
             tensor.device(),
@@ -656,11 +656,11 @@ pub(crate) fn apply_policy(
         None if needs_realignment(tensor) => Ok(Some(tensor.copy(Order::C)?)),
         // A producer's fresh copy (IS_COPIED) is the consumer's alone: writable, even when the
         // producer kept its source's READ_ONLY on it (dpnp does).
-        Some(true) if tensor.readonly() && tensor.is_copied() => {
-            Ok(Some(tensor.clone().into_writable_copy()))
+        Some(true) if tensor.is_readonly() && tensor.is_copied() => {
+            Ok(Some(tensor.clone().into_writable_if_copied()))
         }
-        _ if device.is_some() && tensor.readonly() && tensor.is_copied() => {
-            Ok(Some(tensor.clone().into_writable_copy()))
+        _ if device.is_some() && tensor.is_readonly() && tensor.is_copied() => {
+            Ok(Some(tensor.clone().into_writable_if_copied()))
         }
         _ => Ok(None),
     }

@@ -4,10 +4,10 @@
 //! [`register`] adds the classes and functions of the `dlbridge` Python module (`Tensor` with
 //! `__dlpack__`, `from_dlpack`, ...) to any module; [`PyTensor`] is that `Tensor` class. A
 //! `#[pyfunction]` takes [`Tensor`](crate::Tensor), [`HostTensor`], [`WritableTensor`] or
-//! [`Import`] arguments. Other PyO3 extensions can also call [`import::from_object`] to turn any
-//! array-like into a [`Tensor`](crate::Tensor), and [`capsule::export`] and
-//! [`capsule::consume`] to hand one out as a DLPack capsule and take one in. Everything else
-//! here is internal.
+//! [`Import`] arguments; [`Import::extract`] turns any array-like into a
+//! [`Tensor`](crate::Tensor) with the options it holds. [`capsule::export`] and
+//! [`capsule::consume`] hand one out as a DLPack capsule and take one in. Everything else here
+//! is internal.
 
 pub(crate) mod array_interface;
 pub(crate) mod arrow;
@@ -18,7 +18,7 @@ pub(crate) mod cuda_array_interface;
 pub(crate) mod errors;
 pub(crate) mod exchange;
 pub(crate) mod held;
-pub mod import;
+pub(crate) mod import;
 pub(crate) mod interface_dict;
 mod module;
 pub(crate) mod numpy_api;

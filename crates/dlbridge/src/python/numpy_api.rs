@@ -31,7 +31,7 @@ use crate::device::Device;
 use crate::dtype::{DType, TypeCode};
 use crate::layout::Layout;
 use crate::python::held::HeldObject;
-use crate::tensor::{Owner, Tensor};
+use crate::tensor::{Owner, Tensor, TensorFlags};
 
 /// `NPY_ABI_VERSION` of NumPy 1.x and 2.x.
 const ABI_1: c_uint = 0x0100_0009;
@@ -257,8 +257,10 @@ impl Api {
                 dtype,
                 layout,
                 reach,
-                array.flags & WRITEABLE == 0,
-                false,
+                TensorFlags {
+                    readonly: array.flags & WRITEABLE == 0,
+                    copied: false,
+                },
                 owner,
             )
         }?;
@@ -329,7 +331,7 @@ impl Api {
         };
         if !is_descr
             || tensor.device() != Device::CPU
-            || (tensor.dtype().is_subbyte() && !tensor.subbyte_padded())
+            || (tensor.dtype().is_subbyte() && !tensor.is_subbyte_padded())
             || descr.getattr(intern!(py, "itemsize"))?.extract::<usize>()? != tensor.itemsize()
         {
             return Ok(None);
@@ -364,7 +366,7 @@ impl Api {
             dims[i] = n as isize;
             dims[nd + i] = s as isize * item;
         }
-        let flags = if tensor.readonly() { 0 } else { WRITEABLE };
+        let flags = if tensor.is_readonly() { 0 } else { WRITEABLE };
         // The memory at `data_ptr` spans the layout (a validated tensor) while `base` lives, and
         // is writable through the array only when the tensor is.
         // SAFETY: slot 94 has this signature in both known ABIs; the thread is attached;

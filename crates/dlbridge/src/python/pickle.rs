@@ -146,7 +146,7 @@ pub(crate) fn reduce_ex<'py>(
         pickle_buffer.call1((exporter(bytes)?,))?
     } else {
         let data = bytes.host_bytes()?;
-        if tensor.readonly() {
+        if tensor.is_readonly() {
             PyBytes::new(py, data).into_any()
         } else {
             PyByteArray::new(py, data).into_any()
@@ -154,7 +154,7 @@ pub(crate) fn reduce_ex<'py>(
     };
     let metadata = Metadata {
         description: Description::of(&host),
-        readonly: tensor.readonly(),
+        readonly: tensor.is_readonly(),
         dim_names: dim_names.map(<[String]>::to_vec),
         device,
     };

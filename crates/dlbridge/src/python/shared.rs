@@ -46,7 +46,7 @@ pub(crate) fn handle<'py>(
     if let Some(ipc) = cuda::ipc_handle(t) {
         let metadata = Metadata {
             description: ipc.description,
-            readonly: t.readonly(),
+            readonly: t.is_readonly(),
             dim_names: names,
             device: ipc.device,
         };
@@ -66,7 +66,7 @@ pub(crate) fn handle<'py>(
         };
         let metadata = Metadata {
             description,
-            readonly: t.readonly(),
+            readonly: t.is_readonly(),
             dim_names: names,
             device: Device::CPU,
         };

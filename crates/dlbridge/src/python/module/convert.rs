@@ -103,7 +103,7 @@ impl Import {
             }
             other => other?,
         };
-        if self.writable && tensor.readonly() {
+        if self.writable && tensor.is_readonly() {
             return Err(PyBufferError::new_err(format!(
                 "this {} argument is written in place, but its data is read-only; pass a writable array (numpy.array(x) makes a writable copy, which the caller then holds)",
                 type_name(obj)

@@ -126,7 +126,7 @@ fn ml_dtypes_descr<'py>(py: Python<'py>, tensor: &Tensor) -> PyResult<Option<Bou
     let dtype = tensor.dtype();
     if tensor.device() != Device::CPU
         || dtype.lanes() != 1
-        || (dtype.is_subbyte() && !tensor.subbyte_padded())
+        || (dtype.is_subbyte() && !tensor.is_subbyte_padded())
     {
         return Ok(None);
     }

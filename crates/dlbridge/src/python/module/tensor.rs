@@ -301,7 +301,8 @@ impl PyTensor {
         let tensor = &slf.get().0;
         let flavor = Flavor::for_max_version(max_version);
         let own = tensor.device();
-        let copy_for_legacy = flavor == Flavor::Legacy && tensor.readonly() && copy != Some(false);
+        let copy_for_legacy =
+            flavor == Flavor::Legacy && tensor.is_readonly() && copy != Some(false);
         if own.kind == DeviceType::CPU
             && stream.is_none()
             && dl_device.is_none()
@@ -430,7 +431,7 @@ impl PyTensor {
     /// True when the memory must not be written through this tensor.
     #[getter]
     fn readonly(&self) -> bool {
-        self.0.readonly()
+        self.0.is_readonly()
     }
     /// True when the memory is a copy made for this tensor.
     #[getter]
@@ -702,7 +703,7 @@ impl PyTensor {
             t.dtype(),
             t.device(),
             fmt(t.strides()),
-            if t.readonly() { "True" } else { "False" },
+            if t.is_readonly() { "True" } else { "False" },
             if t.is_copied() { "True" } else { "False" },
         )
     }
