@@ -389,6 +389,8 @@ def test_hostile_table(name):
     case = TABLE[name]()
     with pytest.raises(BaseException) as info:
         case.call()
+    if isinstance(info.value, pytest.skip.Exception):
+        raise info.value  # a peer the case needs is missing (pyarrow for the Arrow cases)
     # The exact type, not a subclass or a different one (pytest.raises would accept
     # subclasses).
     assert type(info.value) is case.exc, f"{name}: {type(info.value).__name__}: {info.value}"
