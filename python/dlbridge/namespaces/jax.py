@@ -10,9 +10,25 @@ from .base import CPU, FLOAT8, SIXTY_FOUR_BIT, SUBBYTE, Device, Namespace, State
 from .numpy import ml_dtypes_view
 
 
+class _Spy:
+    """A host producer that records the ``max_version`` each consumer asks it for."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self.asked: list[tuple[int, int] | None] = []
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        self.asked.append(kwargs.get("max_version"))
+        return self.source.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
+
+
 class Jax(Namespace):
     name = module = "jax"
     pip = "jax[cpu]"
+    modules = ("jax.numpy",)
     aliases = ("jax", "jax.numpy", "jnp")
     immutable = True
     readonly_why = (
@@ -42,19 +58,9 @@ class Jax(Namespace):
         if self._asks_for is None:
             from .._native import from_dlpack
 
-            source = from_dlpack(bytearray(4))
-            asked: list[tuple[int, int] | None] = []
-
-            class Spy:
-                def __dlpack__(self, **kwargs: Any) -> Any:
-                    asked.append(kwargs.get("max_version"))
-                    return source.__dlpack__(**kwargs)
-
-                def __dlpack_device__(self) -> tuple[int, int]:
-                    return (1, 0)
-
-            self.load().numpy.from_dlpack(Spy())
-            self._asks_for = (asked[-1] if asked else None,)
+            spy = _Spy(from_dlpack(bytearray(4)))
+            self.load().numpy.from_dlpack(spy)
+            self._asks_for = (spy.asked[-1] if spy.asked else None,)
         return self._asks_for[0]
 
     @property
