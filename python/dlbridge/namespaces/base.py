@@ -16,7 +16,7 @@ from .._native import Device, Tensor
 CPU, CUDA, CUDA_HOST, OPENCL, VULKAN, METAL, VPI, ROCM, ROCM_HOST, EXT_DEV, CUDA_MANAGED, ONEAPI = (
     1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14,
 )
-#: Device types whose memory the host CPU reads directly.
+#: Device types whose memory the host CPU reads directly (the checker reads the same set).
 HOST_TYPES = frozenset({CPU, CUDA_HOST, ROCM_HOST, CUDA_MANAGED})
 #: Device types dlbridge itself can copy from and to (host memory; CUDA through the driver).
 DLBRIDGE_REACHES = HOST_TYPES | {CUDA}
@@ -81,6 +81,8 @@ class Namespace:
 
     name = ""
     module = ""
+    #: other module names (``module.__name__``) that stand for this library as a target
+    modules: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     pip = ""
     #: a read-only source can reach this library zero-copy and stay read-only (its arrays carry
