@@ -17,6 +17,7 @@ import pytest
 import dlbridge
 from dlb_testing import make, require_sycl
 from dlbridge import namespaces as nsmod
+from dlbridge.namespaces.numpy import NumPy
 
 torch = pytest.importorskip("torch")
 
@@ -317,7 +318,7 @@ def test_float8_into_torch_and_jax(x64):
         dlbridge.convert(t, "jax", copy=False)
 
 
-class NoUnsigned(nsmod.NumPy):
+class NoUnsigned(NumPy):
     """A consumer without unsigned integers (TensorFlow before 2.x, old torch)."""
 
     name = "no-unsigned"

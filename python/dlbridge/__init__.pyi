@@ -48,8 +48,9 @@ def convert(
     ``dpnp``, ``pyarrow``, ``tensorflow``, ``array_api_strict``, ``cupy``, ``tvm_ffi``,
     ``paddle``, ``mlx``, ``warp``, ``pandas``, ``dlbridge``) with the values of ``x``, on
     ``device`` (anything :class:`Device` takes; None: where ``x`` is), copied only when needed
-    (``copy=None``), always (``True``) or never (``False``: BufferError instead). Read-only or immutable sources never become writable aliases;
-    ``detach=True`` / ``resolve=True`` opt in to resolving torch's autograd / conj / neg state.
+    (``copy=None``), always (``True``) or never (``False``: BufferError instead). Read-only
+    or immutable sources never become writable aliases; ``detach=True`` / ``resolve=True``
+    opt in to resolving torch's autograd / conj / neg state.
     """
 
 @overload

@@ -1,5 +1,13 @@
 """JAX: compact, 64-byte aligned layouts only; 64-bit types need x64. JAX 0.12's from_dlpack
-asks for versioned capsules (read-only flag and float8 travel); older JAX asks for legacy ones."""
+asks for versioned capsules (read-only flag and float8 travel); older JAX asks for legacy ones.
+
+Measured peer facts:
+
+- JAX 0.10: ``jnp.from_dlpack`` asks for legacy capsules only, so read-only data cannot reach it
+  zero-copy (and no float8); it takes compact strides only (a permutation of a dense layout),
+  aliases only 64-byte aligned data (copies otherwise, ``ValueError`` under ``copy=False``), and
+  without ``jax_enable_x64`` it silently narrows 64-bit types (float64 -> float32).
+"""
 
 from __future__ import annotations
 
