@@ -276,6 +276,26 @@ def cupy_usable() -> tuple[bool, str]:
     return lib.probe()
 
 
+def skip_unless_usable(name: str) -> None:
+    """Skip a test row for the registered library ``name`` where it cannot run in this process:
+    not installed, CuPy without a CUDA device, dpnp without a SYCL device, or paddle when
+    tensorflow was imported first (paddle 3.3 then segfaults on import)."""
+    import pytest
+
+    from dlbridge import namespaces
+
+    if not namespaces.get(name).installed():
+        pytest.skip(f"{name} is not installed")
+    if name == "cupy":
+        usable, why = cupy_usable()
+        if not usable:
+            pytest.skip(why)
+    if name == "dpnp":
+        require_sycl()
+    if name == "paddle" and "tensorflow" in sys.modules and "paddle" not in sys.modules:
+        pytest.skip("paddle segfaults when imported after tensorflow (imported first here)")
+
+
 #: the checker's cases a library's own checker test runs (two dtypes and a transposed layout)
 CHECKER_SMOKE_CASES = "dtype/float32,dtype/float64,layout/transposed"
 

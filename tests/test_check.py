@@ -14,6 +14,9 @@ import pytest
 
 pytest.importorskip("numpy")
 
+from dlb_testing import CHECKER_SMOKE_CASES, require_sycl, run_checker
+from dlbridge.check import libraries
+
 STATUSES = {"pass", "fail", "error", "crash", "timeout", "unsupported"}
 FAST = ("dtype/float32,dtype/bool,layout/transposed,layout/neg_cols,readonly/contiguous,"
         "copy/false,capsule/consumed,hostile/major2")
@@ -161,6 +164,42 @@ def test_numpy_torch(tmp_path):
     # torch cannot express negative strides as a producer
     assert by[("torch", "numpy", "layout/neg_cols", "direct")]["status"] == "unsupported"
     assert proc.returncode == doc["summary"]["exit_status"]
+
+
+#: What a library's row expects other than "pass", by (producer, consumer, case, route): the
+#: peers' own limits, which stay visible in the checker's report.
+ROW_EXPECTS: dict[str, dict[tuple[str, str, str, str], str]] = {
+    # mx.from_dlpack narrows float64 to float32 (dlbridge's route too: MLX does the import)
+    "mlx": {("numpy", "mlx", "dtype/float64", "direct"): "fail"},
+    # pandas has neither __dlpack__ nor from_dlpack
+    "pandas": {
+        ("pandas", "numpy", "dtype/float32", "direct"): "unsupported",
+        ("numpy", "pandas", "dtype/float32", "direct"): "unsupported",
+    },
+    # Arrow producers without __dlpack__: only dlbridge's route reads them
+    "nanoarrow": {("nanoarrow", "numpy", "dtype/float32", "direct"): "unsupported"},
+    "arro3": {("arro3", "numpy", "dtype/float32", "direct"): "unsupported"},
+    "polars": {("polars", "numpy", "dtype/float32", "direct"): "unsupported"},
+}
+
+
+# one row per checker adapter (the built-in reference and memoryview producers are in every run)
+@pytest.mark.parametrize("name", [cls.name for cls in libraries.ALL_LIBRARIES if not cls.builtin])
+def test_checker_runs_library_as_producer_and_consumer(tmp_path, name):
+    lib = libraries.by_name()[name]
+    if not lib.installed():  # CuPy without a CUDA device too
+        pytest.skip(f"{name} is not installed or not usable here")
+    if name == "dpnp":
+        require_sycl()
+    doc, results = run_checker(tmp_path, f"numpy,{name}", CHECKER_SMOKE_CASES)
+    assert name in doc["libraries"]
+    want = {}
+    for producer, consumer, role in ((name, "numpy", lib.producer), ("numpy", name, lib.consumer)):
+        for route in ("direct", "dlbridge"):
+            if role:
+                want[(producer, consumer, "dtype/float32", route)] = "pass"
+    want.update(ROW_EXPECTS.get(name, {}))
+    assert {key: results.get(key, {}).get("status") for key in want} == want
 
 
 def test_tensorflow_producer_and_consumer(tmp_path):

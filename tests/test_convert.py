@@ -17,6 +17,7 @@ import pytest
 import dlbridge
 from dlb_testing import make, require_sycl
 from dlbridge import namespaces as nsmod
+from dlbridge.namespaces.numpy import NumPy
 
 torch = pytest.importorskip("torch")
 
@@ -317,7 +318,7 @@ def test_float8_into_torch_and_jax(x64):
         dlbridge.convert(t, "jax", copy=False)
 
 
-class NoUnsigned(nsmod.NumPy):
+class NoUnsigned(NumPy):
     """A consumer without unsigned integers (TensorFlow before 2.x, old torch)."""
 
     name = "no-unsigned"
@@ -543,11 +544,23 @@ def test_install_hints_name_what_the_project_installs():
     requirements = Path(__file__).parents[1] / "requirements-test.txt"
     lines = {ln.strip() for ln in requirements.read_text().splitlines()}
     adapters = libraries.by_name()
-    names = ["numpy", "torch", "jax", "pyarrow", "dpnp", "array_api_strict", "tvm_ffi",
-             "tensorflow", "paddle", "mlx", "warp", "pandas", "cupy"]
-    for name in names:
+    # every registered library but dlbridge itself has a checker adapter of the same pip spec
+    for name in (n for n in nsmod.NAMES if n != "dlbridge"):
         pip = nsmod.get(name).pip
         assert pip == adapters[name].pip, name
         for spec in pip.split():
             assert spec in lines, f"{name}: {spec} is not in requirements-test.txt"
     assert nsmod.get("cupy").pip == "cupy-cuda13x"
+
+
+def test_convert_docs_name_every_library():
+    # convert's docstring and its stub's list the targets by hand (the API reference is read
+    # from them without importing dlbridge): each must name every registered library
+    from pathlib import Path
+
+    package = Path(dlbridge.__file__).parent
+    stub = (package / "__init__.pyi").read_text()
+    stub_doc = stub[stub.index("def convert(") : stub.index("def explain(")]
+    for doc in (dlbridge.convert.__doc__, stub_doc):
+        missing = [name for name in nsmod.NAMES if f"``{name}``" not in doc]
+        assert not missing, missing

@@ -1,6 +1,25 @@
 """Type stubs for the native extension of dlbridge (built from crates/dlbridge-py)."""
 
-from typing import Any, Literal, SupportsIndex, overload
+from typing import Any, Literal, Self, SupportsIndex, final, overload
+
+__all__ = [
+    "__version__",
+    "DLPACK_VERSION",
+    "_LEGACY_CAPSULES_WRITABLE",
+    "Tensor",
+    "from_dlpack",
+    "DType",
+    "Device",
+    "NoProtocolError",
+    "copyto",
+    "from_arrow",
+    "to_numpy",
+    "to_shared",
+    "_rebuild",
+    "_shared_handle",
+    "_map_shared",
+    "_open_cuda_ipc",
+]
 
 __version__: str
 
@@ -11,6 +30,8 @@ DLPACK_VERSION: tuple[int, int]
 #: export their own memory (any other legacy capsule imports read-only).
 _LEGACY_CAPSULES_WRITABLE: list[str]
 
+# The classes cannot be subclassed (the extension defines them so): @final says it.
+@final
 class DType:
     """An element type: DLPack code, bits per lane and lanes.
 
@@ -20,7 +41,7 @@ class DType:
     "float32" == numpy.float32``); pickles as its name.
     """
 
-    def __init__(self, dtype: Any) -> None:
+    def __new__(cls, dtype: Any) -> Self:
         """Parse a dtype, as every dlbridge API that takes one does:
 
         - a NumPy / ml_dtypes name (or a vector type's name such as ``"float32x4"``, as
@@ -54,9 +75,10 @@ class DType:
         """Bytes per element (``ceil(bits * lanes / 8)``)."""
     def __dlpack_data_type__(self) -> tuple[int, int, int]:
         """``(code, bits, lanes)``, as DLPack's ``DLDataType`` holds them."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+@final
 class Device:
     """A device: DLPack device type and ordinal.
 
@@ -67,7 +89,7 @@ class Device:
     ``(type, id)`` pair.
     """
 
-    def __init__(self, device: Any) -> None:
+    def __new__(cls, device: Any) -> Self:
         """Parse a device, as every dlbridge API that takes one does:
 
         - ``"cpu"``, ``"cuda"``, ``"cuda:1"``, a ``(type, id)`` tuple, or a Device;
@@ -92,9 +114,10 @@ class Device:
         ``"tpu_host"``...)."""
     def __dlpack_device__(self) -> tuple[int, int]:
         """``(type, id)``."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+@final
 class Tensor:
     """An owned, validated view of array memory: device, dtype, shape, strides, flags and the
     owner that keeps the memory alive.
@@ -117,7 +140,7 @@ class Tensor:
     #: The DLPack 1.3 C exchange API table (a capsule named ``"dlpack_exchange_api"``): C
     #: consumers (tvm-ffi, ...) exchange dlbridge tensors through it without a Python call.
     __dlpack_c_exchange_api__: Any
-    def __init__(self, x: Any, *, device: Any = None, copy: bool | None = None) -> None: ...
+    def __new__(cls, x: Any, *, device: Any = None, copy: bool | None = None) -> Self: ...
     @property
     def shape(self) -> tuple[int, ...]:
         """Extents of each dimension."""

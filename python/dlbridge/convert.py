@@ -36,8 +36,9 @@ def convert(
     ``x``: any array dlbridge can import (a DLPack producer or capsule, the Arrow PyCapsule
     interface, the buffer protocol, ``__array_interface__``). ``to``: the target library, as a
     module (``numpy``, ``torch``, ``jax`` / ``jax.numpy``, ``dpnp``, ``pyarrow``,
-    ``tensorflow``, ``array_api_strict``, ``cupy``, ``tvm_ffi``, ``dlbridge``) or its name
-    (``"numpy"``, ``"np"``, ``"torch"``, ``"jax"``...).
+    ``tensorflow``, ``array_api_strict``, ``cupy``, ``tvm_ffi``, ``paddle``, ``mlx`` /
+    ``mlx.core``, ``warp``, ``pandas``, ``dlbridge``) or its name (``"numpy"``, ``"np"``,
+    ``"torch"``, ``"jax"``...).
 
     The path is the best one for the pair (see :func:`explain` for it, without running it):
     ``x`` itself when it already is such an array where it was asked; else a zero-copy DLPack

@@ -32,7 +32,7 @@ with warnings.catch_warnings():
     paddle = pytest.importorskip("paddle")
 
 import dlbridge
-from dlb_testing import CHECKER_SMOKE_CASES, assert_values_equal, make, run_checker
+from dlb_testing import assert_values_equal, make
 from dlpack_ctypes import inspect_capsule
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -159,26 +159,3 @@ def test_paddle_to_other_libraries_through_convert():
     y = dlbridge.convert(x, "numpy")
     assert y.ctypes.data == x.data_ptr() and y.flags.writeable
     assert dlbridge.convert(x, "paddle") is x
-
-
-@pytest.mark.parametrize("copy", [None, True, False])
-def test_explain_agrees_with_convert(copy):
-    ro = np.arange(6.0)
-    ro.flags.writeable = False
-    for x in (np.arange(6.0), np.arange(6.0)[::-1], np.arange(6.0).reshape(2, 3).T, ro):
-        plan = dlbridge.explain(x, "paddle", copy=copy)
-        try:
-            _, done = dlbridge.convert(x, "paddle", copy=copy, report=True)
-        except BufferError:
-            assert not plan.possible and plan.error == "BufferError"
-            continue
-        assert plan.possible and plan.copies == done.copies and plan.steps == done.steps
-
-
-def test_checker_runs_paddle_as_producer_and_consumer(tmp_path):
-    doc, results = run_checker(tmp_path, "numpy,paddle", CHECKER_SMOKE_CASES)
-    assert "paddle" in doc["libraries"]
-    by = {key: r["status"] for key, r in results.items()}
-    for route in ("direct", "dlbridge"):
-        assert by[("paddle", "numpy", "dtype/float32", route)] == "pass"
-        assert by[("numpy", "paddle", "dtype/float32", route)] == "pass"

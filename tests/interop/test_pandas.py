@@ -27,7 +27,7 @@ pd = pytest.importorskip("pandas")
 pa = pytest.importorskip("pyarrow")  # pandas' Arrow export needs it
 
 import dlbridge  # noqa: E402
-from dlb_testing import CHECKER_SMOKE_CASES, NUMPY_DTYPES, run_checker  # noqa: E402
+from dlb_testing import NUMPY_DTYPES  # noqa: E402
 
 # bool and complex are tested apart.
 NUMERIC = [d for d in NUMPY_DTYPES if d[0] in "iuf"]
@@ -167,26 +167,3 @@ def test_dlbridge_round_trip_of_a_series():
     assert dlbridge.convert(s, "pandas") is s
     y = dlbridge.convert(s, "numpy")
     assert y.ctypes.data == block_address(s) and not y.flags.writeable
-
-
-@pytest.mark.parametrize("copy", [None, True, False])
-def test_explain_agrees_with_convert(copy):
-    ro = np.arange(6.0)
-    ro.flags.writeable = False
-    for x in (np.arange(6.0), np.arange(6.0)[::-1], np.arange(6.0).reshape(2, 3).T, ro):
-        plan = dlbridge.explain(x, "pandas", copy=copy)
-        try:
-            _, done = dlbridge.convert(x, "pandas", copy=copy, report=True)
-        except BufferError:
-            assert not plan.possible and plan.error == "BufferError"
-            continue
-        assert plan.possible and plan.copies == done.copies and plan.steps == done.steps
-
-
-def test_checker_runs_pandas_as_producer_and_consumer(tmp_path):
-    doc, results = run_checker(tmp_path, "numpy,pandas", CHECKER_SMOKE_CASES)
-    assert "pandas" in doc["libraries"]
-    by = {key: r["status"] for key, r in results.items()}
-    assert by[("pandas", "numpy", "dtype/float32", "dlbridge")] == "pass"
-    assert by[("numpy", "pandas", "dtype/float32", "dlbridge")] == "pass"
-    assert by[("pandas", "numpy", "dtype/float32", "direct")] == "unsupported"  # no __dlpack__

@@ -25,7 +25,7 @@ import pytest
 wp = pytest.importorskip("warp")
 
 import dlbridge  # noqa: E402
-from dlb_testing import CHECKER_SMOKE_CASES, assert_values_equal, make, run_checker  # noqa: E402
+from dlb_testing import assert_values_equal, make  # noqa: E402
 from dlpack_ctypes import inspect_capsule  # noqa: E402
 
 wp.config.quiet = True
@@ -144,26 +144,3 @@ def test_warp_cuda_array_interface_and_dlpack():
 def test_cpu_arrays_have_no_cuda_array_interface():
     with pytest.raises(AttributeError):
         warp_of(np.arange(3.0)).__cuda_array_interface__  # noqa: B018
-
-
-@pytest.mark.parametrize("copy", [None, True, False])
-def test_explain_agrees_with_convert(copy):
-    ro = np.arange(6.0)
-    ro.flags.writeable = False
-    for x in (np.arange(6.0), np.arange(6.0)[::-1], np.arange(6.0).reshape(2, 3).T, ro):
-        plan = dlbridge.explain(x, "warp", copy=copy)
-        try:
-            _, done = dlbridge.convert(x, "warp", copy=copy, report=True)
-        except BufferError:
-            assert not plan.possible and plan.error == "BufferError"
-            continue
-        assert plan.possible and plan.copies == done.copies and plan.steps == done.steps
-
-
-def test_checker_runs_warp_as_producer_and_consumer(tmp_path):
-    doc, results = run_checker(tmp_path, "numpy,warp", CHECKER_SMOKE_CASES)
-    assert "warp" in doc["libraries"]
-    by = {key: r["status"] for key, r in results.items()}
-    for route in ("direct", "dlbridge"):
-        assert by[("warp", "numpy", "dtype/float32", route)] == "pass"
-        assert by[("numpy", "warp", "dtype/float32", route)] == "pass"

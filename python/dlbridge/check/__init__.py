@@ -21,6 +21,7 @@ import platform
 import sys
 import sysconfig
 import time
+from typing import Any
 
 from . import report
 from .cases import CASES, select
@@ -142,7 +143,7 @@ def run_check(
         )
     )
     duration = time.monotonic() - t0
-    meta = {
+    meta: dict[str, Any] = {
         "dlbridge_version": dlbridge.__version__,
         "python": platform.python_version(),
         "interpreter": interpreter(),

@@ -14,6 +14,11 @@ library's array (dpnp returns NumPy arrays for host data) is still read correctl
 
 Adapters import their library lazily, so discovery costs a ``find_spec`` per library and a worker
 subprocess imports only the libraries of the pairs it runs.
+
+The checker judges dlbridge, so it must not reuse the conclusions of dlbridge's planner
+(``Namespace.dtype_route``, ``layout_problem``, ``can_hold``...): a wrong rule there would then
+agree with itself here. It shares only data about the libraries with :mod:`dlbridge.namespaces`
+(the dtypes MLX and Warp hold, the device types whose memory the host reads), one list per fact.
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ from typing import Any
 import numpy as np
 
 from .._layout import negative_strides
+from ..namespaces.base import HOST_TYPES
+from ..namespaces.mlx import Mlx
+from ..namespaces.warp import Warp
 from . import refcapsule as rc
 
 
@@ -96,7 +104,7 @@ def det_values(dtype: str, shape: tuple[int, ...], order: str = "C", shift: int 
     else:  # float16/32/64, bfloat16, float8: small halves are exact everywhere
         a = (((v * 5 + 3) % 16) - 8).astype(np.float64) * 0.5
     out = aligned_empty(shape, dt, order, shift)
-    out[...] = np.asarray(a).astype(dt).reshape(shape, order=order)
+    out[...] = np.asarray(a).astype(dt).reshape(shape, order="F" if order == "F" else "C")
     return out
 
 
@@ -259,7 +267,7 @@ def _device_values(y: Any) -> np.ndarray | None:
 def _observe_tvm(y: Any) -> Observed:
     obs = Observed(kind="tvm_ffi.Tensor")
     dev = _dev(y)
-    if dev is not None and dev[0] not in rc.HOST_DEVICES:
+    if dev is not None and dev[0] not in HOST_TYPES:
         info = rc.probe(y)
         if info is None:
             raise BufferError("cannot read the tensor's capsule")
@@ -364,7 +372,7 @@ def _observe_dlbridge(y: Any) -> Observed:
     obs.is_copied = bool(y.is_copied)
     d = y.device
     obs.device = (int(d.type), int(d.id))
-    if obs.device[0] in rc.HOST_DEVICES:
+    if obs.device[0] in HOST_TYPES:
         info = rc.read_object(y)
         obs.values = info.values
         if info.dtype != obs.dtype:
@@ -1015,10 +1023,6 @@ class PaddleLib(Library):
         return complex(self.load().sum(y).item())
 
 
-_MLX_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-               "float16", "bfloat16", "float32", "float64", "complex64")
-
-
 class MlxLib(Library):
     name = "mlx"
     module = "mlx.core"
@@ -1032,7 +1036,7 @@ class MlxLib(Library):
 
     def _dt(self, name):
         mx = self.load()
-        if name not in _MLX_DTYPES:
+        if name not in Mlx.DTYPES:
             raise Unsupported(f"mlx has no dtype {name}")
         return getattr(mx, "bool_" if name == "bool" else name)
 
@@ -1074,10 +1078,6 @@ class MlxLib(Library):
         return complex(mx.sum(y.astype(mx.float32) if y.dtype == mx.bfloat16 else y).item())
 
 
-_WARP_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                "float16", "float32", "float64")
-
-
 class WarpLib(Library):
     name = "warp"
     module = "warp"
@@ -1092,12 +1092,13 @@ class WarpLib(Library):
     def setup(self):
         import warp as wp
 
-        wp.config.quiet = True
+        config: Any = wp.config  # warp 1.19 reads config.quiet but does not declare it
+        config.quiet = True
         wp.init()
 
     def make(self, recipe, ref):
         wp = self.load()
-        if recipe.dtype not in _WARP_DTYPES:
+        if recipe.dtype not in Warp.DTYPES:
             raise Unsupported(f"warp has no dtype {recipe.dtype}")
         if recipe.readonly:
             raise Unsupported("warp arrays cannot be read-only")

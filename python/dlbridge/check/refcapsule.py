@@ -11,7 +11,8 @@
 - :func:`probe` asks an object for a capsule and reports what it offered without keeping it.
 
 Only the standard library and NumPy are needed (ml_dtypes, when installed, gives bfloat16 and
-float8 elements a NumPy dtype; without it their bytes are still compared exactly).
+float8 elements a NumPy dtype; without it their bytes are still compared exactly), and one
+fact shared with dlbridge's namespaces, the device types whose memory the host reads.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .._layout import c_strides
+from ..namespaces.base import HOST_TYPES
 
 c_void_p = ctypes.c_void_p
 c_int64 = ctypes.c_int64
@@ -33,8 +35,6 @@ IS_COPIED = 2
 #: Highest DLPack version the reference consumer asks for and the reference producer speaks.
 REF_VERSION = (1, 3)
 
-#: Device types whose memory the CPU can read.
-HOST_DEVICES = {1: "cpu", 3: "cuda_host", 11: "rocm_host", 13: "cuda_managed", 20: "tpu_host"}
 DEVICE_NAMES = {
     1: "cpu",
     2: "cuda",
@@ -242,7 +242,7 @@ class CapsuleInfo:
         return c_strides(self.shape)
 
     def describe(self) -> str:
-        v = f"versioned {self.version[0]}.{self.version[1]}" if self.versioned else "legacy"
+        v = f"versioned {self.version[0]}.{self.version[1]}" if self.version else "legacy"
         fl = []
         if self.flags & READ_ONLY:
             fl.append("READ_ONLY")
@@ -316,7 +316,7 @@ def _read_tensor(info: CapsuleInfo, t: DLTensor, read_values: bool) -> None:
     info.byte_offset = int(t.byte_offset)
     info.data = int(t.data or 0)
     if read_values:
-        if info.device[0] not in HOST_DEVICES:
+        if info.device[0] not in HOST_TYPES:
             raise BufferError(
                 f"memory on device {DEVICE_NAMES.get(info.device[0], info.device[0])} is not "
                 "readable from the host"
@@ -356,12 +356,12 @@ def read_capsule(cap: Any, *, read_values: bool = True, consume: bool = True) ->
                 mt.deleter(ptr)
     elif name == NAME_LEGACY:
         ptr = _GetPointer(cap, NAME_LEGACY)
-        mt = DLManagedTensor.from_address(ptr)
-        _read_tensor(info, mt.dl_tensor, read_values)
+        legacy = DLManagedTensor.from_address(ptr)
+        _read_tensor(info, legacy.dl_tensor, read_values)
         if consume:
             _SetName(cap, NAME_USED_LEGACY)
-            if mt.deleter:
-                mt.deleter(ptr)
+            if legacy.deleter:
+                legacy.deleter(ptr)
     else:
         raise TypeError(f"capsule name {info.name!r} is not a DLPack name")
     return info
@@ -501,7 +501,8 @@ class RefArray:
                 "read-only); ask for max_version >= (1, 0) or copy=True"
             )
         code, bits = DTYPE_CODES[dtype_name(arr.dtype)]
-        if code in CODES_SINCE_1_1 and (not versioned or tuple(max_version) < (1, 1)):
+        old = not versioned or max_version is None or tuple(max_version) < (1, 1)
+        if code in CODES_SINCE_1_1 and old:
             raise BufferError(f"dtype {dtype_name(arr.dtype)} needs DLPack >= 1.1 (C26)")
         if code in CODES_SINCE_1_3 and (not versioned or tuple(max_version) < (1, 3)):
             raise BufferError(f"dtype {dtype_name(arr.dtype)} needs DLPack >= 1.3")
@@ -509,6 +510,7 @@ class RefArray:
         itemsize = arr.itemsize
         shape = (c_int64 * max(ndim, 1))(*arr.shape)
         strides = (c_int64 * max(ndim, 1))(*(s // itemsize for s in arr.strides))
+        mt: DLManagedTensorVersioned | DLManagedTensor
         if versioned:
             mt = DLManagedTensorVersioned()
             version = (

@@ -220,7 +220,7 @@ def dlbridge_refusals(results: list[dict]) -> list[dict]:
         d = twins.get((r["producer"], r["consumer"], r["case"], "direct"))
         if d is not None and d["status"] == "pass":
             groups[_reason(r["detail"])].append(r)
-    out = [
+    out: list[dict[str, Any]] = [
         {
             "reason": reason,
             "rule": listed_rule(reason),
@@ -274,7 +274,7 @@ def coverage(results: list[dict], selected: set[str] | None = None) -> dict:
     selected_refs = None
     if selected is not None:
         selected_refs = {ref for cid in selected if cid in BY_ID for ref in BY_ID[cid].refs}
-    covered = Counter()
+    covered: Counter[str] = Counter()
     for r in results:
         if r["status"] != "unsupported":
             for ref in r.get("refs") or []:
@@ -406,7 +406,7 @@ def terminal(
         )
     if missing:
         lines.append("  not installed: " + ", ".join(missing))
-    broken = {}
+    broken: dict[str, str] = {}
     for r in results:
         if r.get("check") == "import" and r["detail"].startswith("could not load "):
             name = r["detail"][len("could not load "):].split(" ")[0]
@@ -752,7 +752,7 @@ def html_page(
     parts.append("<h2>Cell details</h2>")
     for feat in ["all"] + list(FEATURES):
         rs = results if feat == "all" else by_feature.get(feat, [])
-        cells = defaultdict(dict)
+        cells: defaultdict[tuple[str, str], dict] = defaultdict(dict)
         for r in rs:
             cells[(r["producer"], r["consumer"])].setdefault(r["case"], {})[r["route"]] = r
         for (p, c), cases in cells.items():

@@ -265,6 +265,7 @@ def run_units(
     ``timings`` (optional) receives the wall time of each batch and its worker restarts."""
     groups: dict[tuple, list[int]] = {}
     for i, u in enumerate(units):
+        key: tuple[str, ...]
         if group_by == "producer":
             key = ("consumer", u[1]) if u[1] in slow_consumers else (u[0],)
         elif group_by == "pair":

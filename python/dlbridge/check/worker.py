@@ -31,9 +31,19 @@ from typing import Any
 import numpy as np
 
 from .._layout import c_contiguous, f_contiguous
+from ..namespaces.base import HOST_TYPES
 from . import refcapsule as rc
 from .cases import BY_ID, Case
-from .libraries import Library, Observed, Unsupported, by_name, observe, ref_consume, reference
+from .libraries import (
+    Library,
+    Observed,
+    TensorFlowLib,
+    Unsupported,
+    by_name,
+    observe,
+    ref_consume,
+    reference,
+)
 
 PASS, FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED = (
     "pass",
@@ -90,7 +100,7 @@ class Source:
 
     @property
     def host(self) -> bool:
-        return self.device[0] in rc.HOST_DEVICES
+        return self.device[0] in HOST_TYPES
 
 
 def build_source(plib: Library, case: Case) -> Source:
@@ -108,6 +118,7 @@ def build_source(plib: Library, case: Case) -> Source:
     else:
         x = plib.make(recipe, ref)
         if case.mode == "tf_gpu_scope":
+            assert isinstance(plib, TensorFlowLib)  # the case's only producer
             x = plib.make_in_gpu_scope(ref)
         elif case.mode == "torch_conj":
             x = x.conj()
@@ -473,7 +484,7 @@ def judge_tensor(t: Any, obs: Observed, src: Source, case: Case) -> list[tuple[s
                 f"bytes (dlbridge realigns by a copy)",
             )
         )
-    if obs.device is not None and obs.device[0] in rc.HOST_DEVICES:
+    if obs.device is not None and obs.device[0] in HOST_TYPES:
         try:
             mv = memoryview(t)
         except BufferError:
@@ -690,7 +701,7 @@ def _exception_fault(e: BaseException, pname: str, cname: str, src: Source, case
         return "consumer"
     if isinstance(e, TypeError) and _bad_device_answer(src.x) is not None:
         return "producer"  # the consumer choked on the producer's malformed __dlpack_device__
-    kw = {"copy": case.copy}
+    kw: dict[str, Any] = {"copy": case.copy}
     if case.device == "cpu":
         kw["device"] = "cpu"
     perr = _producer_export_error(src, case, kw)
@@ -823,7 +834,7 @@ def _peers_could(detail: str, case: Case) -> dict:
 
 def _verify_tensor_export(t: Any, src: Source, case: Case) -> set[str]:
     """Checks the reference consumer fails on the Tensor's own export ({'error'} if it raised)."""
-    kw = {}
+    kw: dict[str, Any] = {}
     if case.device == "cpu":
         kw["dl_device"] = (1, 0)
     if case.copy is not None:
@@ -1064,7 +1075,7 @@ def _consumer_refused(u: _DlbridgeUnit, t: Any, obs_t: Observed, e: Exception,
             and "right_refusal" in u.direct.get("checks", [])):
         return result(PASS, f"refused, as the direct exchange rightly is: {short(e)}")
     msg = str(e).lower()
-    on_device = obs_t.device is not None and obs_t.device[0] not in rc.HOST_DEVICES
+    on_device = obs_t.device is not None and obs_t.device[0] not in HOST_TYPES
     if isinstance(e, BufferError) and on_device:
         assert obs_t.device is not None
         where = rc.DEVICE_NAMES.get(obs_t.device[0], obs_t.device[0])

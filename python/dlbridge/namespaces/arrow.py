@@ -1,4 +1,13 @@
-"""Arrow-shaped libraries: pyarrow (immutable, dense, first dimension outermost) and pandas."""
+"""Arrow-shaped libraries: pyarrow (immutable, dense, first dimension outermost) and pandas.
+
+Measured peer facts:
+
+- pyarrow 26: arrays are immutable; ``pa.array(tensor)`` asks ``Tensor.__arrow_array__``
+  (1-D: a primitive array, N-D: ``arrow.fixed_shape_tensor``); no complex, bfloat16, float8,
+  0-d.
+- pandas 3.1: copy-on-write; a Series' Arrow stream turns NaN into nulls, so NumPy-backed
+  Series and frames are read through ``to_numpy()`` (a read-only view).
+"""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ CPU, CUDA, CUDA_HOST, OPENCL, VULKAN, METAL, VPI, ROCM, ROCM_HOST, EXT_DEV, CUDA
 )
 #: kDLTPUHost: a TPU runtime's pinned host memory (added to dlpack.h after DLPack 1.3).
 TPU_HOST = 20
-#: Device types whose memory the host CPU reads directly.
+#: Device types whose memory the host CPU reads directly (the checker reads the same set).
 HOST_TYPES = frozenset({CPU, CUDA_HOST, ROCM_HOST, CUDA_MANAGED, TPU_HOST})
 #: Device types dlbridge itself can copy from and to (host memory; CUDA through the driver).
 DLBRIDGE_REACHES = HOST_TYPES | {CUDA}
@@ -83,6 +83,8 @@ class Namespace:
 
     name = ""
     module = ""
+    #: other module names (``module.__name__``) that stand for this library as a target
+    modules: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     pip = ""
     #: a read-only source can reach this library zero-copy and stay read-only (its arrays carry

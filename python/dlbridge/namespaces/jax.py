@@ -1,5 +1,13 @@
 """JAX: compact, 64-byte aligned layouts only; 64-bit types need x64. JAX 0.12's from_dlpack
-asks for versioned capsules (read-only flag and float8 travel); older JAX asks for legacy ones."""
+asks for versioned capsules (read-only flag and float8 travel); older JAX asks for legacy ones.
+
+Measured peer facts:
+
+- JAX 0.10: ``jnp.from_dlpack`` asks for legacy capsules only, so read-only data cannot reach it
+  zero-copy (and no float8); it takes compact strides only (a permutation of a dense layout),
+  aliases only 64-byte aligned data (copies otherwise, ``ValueError`` under ``copy=False``), and
+  without ``jax_enable_x64`` it silently narrows 64-bit types (float64 -> float32).
+"""
 
 from __future__ import annotations
 
@@ -10,9 +18,25 @@ from .base import CPU, FLOAT8, SIXTY_FOUR_BIT, SUBBYTE, Device, Namespace, State
 from .numpy import ml_dtypes_view
 
 
+class _Spy:
+    """A host producer that records the ``max_version`` each consumer asks it for."""
+
+    def __init__(self, source: Any) -> None:
+        self.source = source
+        self.asked: list[tuple[int, int] | None] = []
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        self.asked.append(kwargs.get("max_version"))
+        return self.source.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
+
+
 class Jax(Namespace):
     name = module = "jax"
     pip = "jax[cpu]"
+    modules = ("jax.numpy",)
     aliases = ("jax", "jax.numpy", "jnp")
     immutable = True
     readonly_why = (
@@ -42,19 +66,9 @@ class Jax(Namespace):
         if self._asks_for is None:
             from .._native import from_dlpack
 
-            source = from_dlpack(bytearray(4))
-            asked: list[tuple[int, int] | None] = []
-
-            class Spy:
-                def __dlpack__(self, **kwargs: Any) -> Any:
-                    asked.append(kwargs.get("max_version"))
-                    return source.__dlpack__(**kwargs)
-
-                def __dlpack_device__(self) -> tuple[int, int]:
-                    return (1, 0)
-
-            self.load().numpy.from_dlpack(Spy())
-            self._asks_for = (asked[-1] if asked else None,)
+            spy = _Spy(from_dlpack(bytearray(4)))
+            self.load().numpy.from_dlpack(spy)
+            self._asks_for = (spy.asked[-1] if spy.asked else None,)
         return self._asks_for[0]
 
     @property

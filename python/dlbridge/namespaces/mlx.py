@@ -1,4 +1,10 @@
-"""MLX: copies host data on import."""
+"""MLX: copies host data on import.
+
+Measured peer facts:
+
+- mlx 0.32: ``mx.from_dlpack`` always copies host data and narrows float64/complex128 (so the
+  target imports with ``mx.array(t, dtype=...)``, a copy); MLX exports legacy capsules only.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +20,11 @@ class Mlx(Namespace):
     name = "mlx"
     module = "mlx.core"
     pip = "mlx[cpu]"
+    modules = ("mlx",)
     aliases = ("mlx", "mlx.core", "mx")
     result = "mlx.core.array"
-    #: dtypes MLX holds (on the CPU; its GPU has no float64)
+    #: dtypes MLX holds (on the CPU; its GPU has no float64); the checker's MLX producer reads
+    #: the same list
     DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
               "float16", "bfloat16", "float32", "float64", "complex64")
 

@@ -1,4 +1,11 @@
-"""NumPy (and array_api_strict, which wraps it): ml_dtypes views for bfloat16 and float8."""
+"""NumPy (and array_api_strict, which wraps it): ml_dtypes views for bfloat16 and float8.
+
+Measured peer facts:
+
+- NumPy 2.4: ``numpy.from_dlpack`` has no bfloat16/float8 (``RuntimeError``/``BufferError``);
+  with ml_dtypes installed dlbridge hands NumPy such data as an ml_dtypes view instead.
+- array_api_strict 2.6: wraps NumPy (honours READ_ONLY), has no float16/bfloat16.
+"""
 
 from __future__ import annotations
 

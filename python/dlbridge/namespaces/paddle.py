@@ -1,4 +1,11 @@
-"""PaddlePaddle: writable aliases of read-only data, negative strides read wrongly."""
+"""PaddlePaddle: writable aliases of read-only data, negative strides read wrongly.
+
+Measured peer facts:
+
+- paddle 3.3: ``paddle.from_dlpack`` asks for ``max_version=(1, 2)``, ignores READ_ONLY and
+  reads negative strides wrongly (wrong values, no error); ``__dlpack_device__`` answers
+  ``(kDLCPU, None)``.
+"""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from .torch import Torch
 from .tvm import TvmFfi
 from .warp import Warp
 
+#: every library dlbridge knows, one row each (each class holds its library's facts)
 _CLASSES: list[type[Namespace]] = [
     NumPy, Torch, Jax, Dpnp, PyArrow, TensorFlow, ArrayApiStrict, CuPy, TvmFfi, Dlbridge,
     Paddle, Mlx, Warp, Pandas,
@@ -31,10 +32,7 @@ _ALIASES: dict[str, Namespace] = {
 }
 #: module names (``module.__name__``) that stand for a namespace
 _MODULES = {
-    "numpy": "numpy", "torch": "torch", "jax": "jax", "jax.numpy": "jax", "dpnp": "dpnp",
-    "pyarrow": "pyarrow", "tensorflow": "tensorflow", "array_api_strict": "array_api_strict",
-    "cupy": "cupy", "tvm_ffi": "tvm_ffi", "dlbridge": "dlbridge",
-    "paddle": "paddle", "mlx.core": "mlx", "mlx": "mlx", "warp": "warp", "pandas": "pandas",
+    module: ns.name for ns in _INSTANCES.values() for module in (ns.module, *ns.modules)
 }
 
 NAMES: tuple[str, ...] = tuple(_INSTANCES)

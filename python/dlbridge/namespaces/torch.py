@@ -1,4 +1,11 @@
-"""torch: autograd, conjugate and negative bits, layouts DLPack cannot describe."""
+"""torch: autograd, conjugate and negative bits, layouts DLPack cannot describe.
+
+Measured peer facts:
+
+- torch 2.15: ``torch.from_dlpack`` asks for ``max_version=(1, 0)`` only (so float8 needs a
+  versioned capsule handed over directly, which torch accepts), ignores READ_ONLY (a writable
+  alias of read-only memory) and refuses negative strides.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,14 @@
-"""NVIDIA Warp: legacy capsules, any strides, at most 4 dimensions."""
+"""NVIDIA Warp: legacy capsules, any strides, at most 4 dimensions.
+
+Measured peer facts:
+
+- warp 1.19: ``wp.from_dlpack`` asks for legacy capsules only, keeps any strides; no complex,
+  no 0-d arrays.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from .base import CPU, Device, Namespace
 
@@ -19,6 +27,7 @@ class Warp(Namespace):
         "flag (and warp arrays have none)"
     )
     result = "warp.array"
+    #: dtypes warp arrays hold; the checker's Warp producer reads the same list
     DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
               "float16", "float32", "float64")
 
@@ -26,7 +35,10 @@ class Warp(Namespace):
         if self._mod is None:
             import warp
 
-            warp.config.quiet = True  # type: ignore[attr-defined]  # set, not declared, in warp 1.19
+            # warp 1.19 reads config.quiet but does not declare it (typed as Any: mypy passes
+            # with warp installed and without)
+            config: Any = warp.config
+            config.quiet = True
             warp.init()
             self._mod = warp
         return self._mod
