@@ -501,10 +501,10 @@ class RefArray:
                 "read-only); ask for max_version >= (1, 0) or copy=True"
             )
         code, bits = DTYPE_CODES[dtype_name(arr.dtype)]
-        old = not versioned or max_version is None or tuple(max_version) < (1, 1)
-        if code in CODES_SINCE_1_1 and old:
+        asked = (0, 0) if not versioned or max_version is None else tuple(max_version)
+        if code in CODES_SINCE_1_1 and asked < (1, 1):
             raise BufferError(f"dtype {dtype_name(arr.dtype)} needs DLPack >= 1.1 (C26)")
-        if code in CODES_SINCE_1_3 and (not versioned or tuple(max_version) < (1, 3)):
+        if code in CODES_SINCE_1_3 and asked < (1, 3):
             raise BufferError(f"dtype {dtype_name(arr.dtype)} needs DLPack >= 1.3")
         ndim = arr.ndim
         itemsize = arr.itemsize
