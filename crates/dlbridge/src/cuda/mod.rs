@@ -33,6 +33,9 @@ mod memory;
 mod stream;
 mod transfer;
 
+#[cfg(all(test, feature = "cuda", target_os = "linux"))]
+mod standin_tests;
+
 pub use ipc::{IpcHandle, ipc_handle, open_ipc_handle, to_ipc_shared};
 pub use memory::{MemoryKind, PointerInfo, device_of_pointer, pointer_info};
 pub use stream::{Event, Stream, StreamHandle, StreamRequest, wait_raw_event};
@@ -40,9 +43,11 @@ pub use transfer::{copy_to_device, copy_to_host, to_device};
 // The DLPack stream rules of the Python face (`__dlpack__(stream=)`, `to_device(stream=)`,
 // `__cuda_array_interface__`'s stream).
 #[cfg(feature = "pyo3")]
-pub(crate) use stream::parse_stream;
+pub(crate) use stream::{parse_stream, synchronize_raw_event};
 #[cfg(feature = "pyo3")]
-pub(crate) use transfer::{adopt_producer_stream, order_for_consumer, route, transfer_stream};
+pub(crate) use transfer::{
+    adopt_producer_stream, complete_on_host, order_for_consumer, route, transfer_stream,
+};
 
 use crate::error::Result;
 

@@ -133,13 +133,14 @@ pub(super) fn moved_to<'py>(
     stream: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyTensor>> {
     let tensor = &slf.get().0;
-    if tensor.device() == target {
-        return Ok(slf.clone());
-    }
     let value = stream_value(stream)?;
     // SAFETY: a `stream` integer from Python is the caller's promise that it names a live
     // stream (DLPack's contract); dlbridge hands it to the driver as is.
     let request = unsafe { cuda::transfer_stream(tensor.device(), target, value) }?;
+    // Validated first, so that a bad `stream` is refused whether or not a copy is needed.
+    if tensor.device() == target {
+        return Ok(slf.clone());
+    }
     let moved = match cuda::to_device(tensor, target, request) {
         Ok(moved) => moved,
         Err(err @ crate::Error::UnsupportedDevice { .. }) => {
