@@ -3,6 +3,10 @@
 //! there fails with [`Error::CudaUnavailable`](crate::Error::CudaUnavailable) (a BufferError),
 //! never a panic.
 //!
+//! The environment variable `DLBRIDGE_CUDA_DRIVER`, when set, names the library to load
+//! instead (a path; the test suite's strict stand-in for the driver, on machines without a
+//! GPU).
+//!
 //! The loader sits behind the `cuda` cargo feature (on by default); without it this module keeps
 //! its API, the pure parts (stream rules, routes) work, and every driver call reports the
 //! missing feature.

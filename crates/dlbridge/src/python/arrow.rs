@@ -542,7 +542,7 @@ fn wait_for_event(py: Python<'_>, array: &OwnedArray) -> PyResult<()> {
             // SAFETY: a live event of the array (above).
             unsafe { crate::cuda::synchronize_raw_event(handle()) }.map_err(|e| {
                 PyBufferError::new_err(format!(
-                    "cannot wait on the producer's {device} sync event: {e}"
+                    "cannot wait on the producer's {device} sync event (cuEventSynchronize): {e}"
                 ))
             })
         }

@@ -580,7 +580,8 @@ impl PyTensor {
     }
 
     /// `(arrow_schema, arrow_device_array)` capsules on the tensor's own device (CPU is
-    /// published with Arrow's device id -1; no sync event). Never copies across devices.
+    /// published with Arrow's device id -1; no sync event: CUDA data is complete on return).
+    /// Never copies across devices.
     /// Unknown keywords are accepted only with the value None (NotImplementedError otherwise).
     #[pyo3(signature = (requested_schema=None, **kwargs))]
     fn __arrow_c_device_array__<'py>(
