@@ -126,6 +126,16 @@ class DeviceArray:
         return self.source.__arrow_c_device_array__(requested_schema, **kwargs)
 
 
+class Stream:
+    """Offers a given ``__arrow_c_device_stream__`` capsule once."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __arrow_c_device_stream__(self, requested_schema=None, **kwargs):
+        return self.capsule
+
+
 class Capsules:
     """Offers given ``__arrow_c_device_array__`` capsules once."""
 
@@ -176,11 +186,14 @@ def case_every_dtype_goes_to_both_gpus_and_back():
             assert dlbridge.to_numpy(back).tobytes() == a.tobytes()
             np.testing.assert_array_equal(host(d), a)
     assert dlbridge.from_dlpack(A, device="cuda:1").device == "cuda:1"
+    np.testing.assert_array_equal(host(dlbridge.Tensor(A, device="cuda:0")), A)
+    np.testing.assert_array_equal(dlbridge.convert(on_gpu(A), "numpy", device="cpu"), A)
 
 
 def case_host_access_of_device_memory_is_refused_not_attempted():
     d = on_gpu(A)
-    for attempt in [lambda: memoryview(d), lambda: d.__array_interface__,
+    for attempt in [lambda: memoryview(d), lambda: bytes(d), lambda: np.asarray(d),
+                    lambda: d.tolist(), lambda: d.__array_interface__,
                     lambda: d.__arrow_c_array__(), lambda: dlbridge.copyto(d, A),
                     lambda: dlbridge.from_dlpack(d, device="cpu", copy=False)]:
         try:
@@ -201,6 +214,12 @@ def case_device_copies_stay_on_their_device():
         assert c.device == "cuda:0" and c.data_ptr != d.data_ptr
         np.testing.assert_array_equal(host(c), A)
     assert dlbridge.from_dlpack(d).data_ptr == d.data_ptr
+    f = d.copy("F")
+    assert f.device == "cuda:0" and f.strides == (1, 6)
+    np.testing.assert_array_equal(host(f), A)
+    moved = dlbridge.from_dlpack(d.__dlpack__(dl_device=(2, 1), copy=True))
+    assert moved.device == "cuda:1"
+    np.testing.assert_array_equal(host(moved), A)
     other = d.to_device("cuda:1")
     assert other.device == "cuda:1"
     np.testing.assert_array_equal(host(other.to_device("cuda:0")), A)
@@ -227,6 +246,8 @@ def case_pinned_and_managed_memory_is_read_on_the_host():
             np.testing.assert_array_equal(np.asarray(memoryview(m)), A)
             np.testing.assert_array_equal(dlbridge.to_numpy(m), A)
             np.testing.assert_array_equal(host(m.to_device("cuda:0")), A)
+            dlbridge.copyto(m, A[::-1])  # the host writes it in place
+            np.testing.assert_array_equal(host(m.to_device("cuda:1")), A[::-1])
             cai = m.__cuda_array_interface__
             assert dlbridge.from_dlpack(Cai(cai, m)).device == f"{name}:0"
 
@@ -322,6 +343,10 @@ def case_arrow_device_arrays_on_cuda():
     set_sync_event(array, ctypes.addressof(handle))
     imported = dlbridge.from_dlpack(Capsules(schema, array))
     assert standin.read(imported, standin.stream()) == A.tobytes()
+    stream = d.__arrow_c_device_stream__()  # a device stream of one chunk
+    chunks = dlbridge.from_dlpack(Stream(stream))
+    assert chunks.device == "cuda:0"
+    np.testing.assert_array_equal(host(chunks), A.ravel())
     try:
         d.__arrow_c_array__()
     except BufferError:
