@@ -373,7 +373,8 @@ def read_and_write_in_a_child(t):
     """Runs in a spawned process: the values of a CUDA IPC tensor, then -1 into its first
     element (through the driver: dlbridge runs no device code)."""
     values = host(t)
-    StandIn().write(t.data_ptr, np.float32(-1).tobytes())
+    ordinal = int(str(t.device).split(":")[1])
+    StandIn().write(t.data_ptr, np.float32(-1).tobytes(), ordinal)
     return os.getpid(), str(t.device), values
 
 
@@ -389,6 +390,15 @@ def case_cuda_ipc_between_two_processes():
         np.testing.assert_array_equal(values, np.arange(1024))
         _, _, values = pool.apply(read_and_write_in_a_child, (shared[1],))
         np.testing.assert_array_equal(values, np.arange(1000, 1010))
+        # On the second device; and data a dlbridge copy is still filling (waited for first).
+        # (Its own source: the copy runs only when waited for, after the child's writes.)
+        on1 = on_gpu(np.arange(1024, dtype=np.float32), "cuda:1")
+        source = on_gpu(np.arange(1024, dtype=np.float32), "cuda:1")
+        filling = source.to_device("cuda:0", stream=StandIn().stream())
+        for t, device in [(on1, "cuda:1"), (filling, "cuda:0")]:
+            _, got, values = pool.apply(read_and_write_in_a_child, (dlbridge.to_shared(t),))
+            assert got == device
+            np.testing.assert_array_equal(values, np.arange(1024))
     after = host(d)
     assert after[0] == -1 and after[1000] == -1 and after[999] == 999 and after[1] == 1
 
