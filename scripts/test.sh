@@ -25,6 +25,8 @@
 #      from docs/rust-public-api.txt (--update rewrites it after a change made on purpose)
 #   3. cargo test --workspace --exclude dlbridge-py --all-features
 #      cargo test -p dlbridge --no-default-features   (no CUDA loader, no Python)
+#      bash scripts/cuda_standin_test.sh: the crate's CUDA tests, the GPU ones included, against
+#      the CUDA stand-in (Linux; it also gives pytest the stand-in for test_cuda_standin.py)
 #      bash scripts/asan_test.sh: the core's unit tests under AddressSanitizer (nightly;
 #      skipped loudly without it; DLBRIDGE_SKIP_ASAN=1 skips it)
 #      bash scripts/miri_test.sh: the core's unit tests under Miri (nightly with the miri
@@ -161,6 +163,18 @@ PY_LIBDIR="$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"
 LD_LIBRARY_PATH="$PY_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     step cargo test --workspace --exclude dlbridge-py --all-features
 step cargo test -p dlbridge --no-default-features
+
+# dlbridge's CUDA code against the CUDA stand-in (a strict test double of libcuda): the crate's
+# GPU tests and the stand-in's own, here; tests/test_cuda_standin.py in the pytest step below
+# finds the library through DLBRIDGE_CUDA_STANDIN. Linux only; about 30 s warm here, 10 s of
+# pytest.
+if [ "$(uname -s)" = Linux ]; then
+    # shellcheck disable=SC2031  # a prefix assignment for this one command, on purpose
+    LD_LIBRARY_PATH="$PY_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        step bash scripts/cuda_standin_test.sh
+    DLBRIDGE_CUDA_STANDIN="$(bash scripts/cuda_standin_test.sh --path)"
+    export DLBRIDGE_CUDA_STANDIN
+fi
 
 # The core's unit tests under AddressSanitizer (nightly), in their own target directory.
 [ "${DLBRIDGE_SKIP_ASAN:-0}" = 1 ] || step bash scripts/asan_test.sh

@@ -254,9 +254,10 @@ class Tensor:
     ) -> tuple[Any, Any]:
         """``(arrow_schema, arrow_device_array)`` PyCapsules on the tensor's own device.
 
-        CPU memory is published with Arrow's device id -1; ``sync_event`` is NULL. Never copies
-        across devices. Unknown keywords are accepted only with the value None
-        (NotImplementedError otherwise).
+        CPU memory is published with Arrow's device id -1; ``sync_event`` is NULL, so CUDA data
+        is complete on return (dlbridge waits for its pending copies into it and for its
+        device's legacy default stream). Never copies across devices. Unknown keywords are
+        accepted only with the value None (NotImplementedError otherwise).
         """
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """An ``arrow_array_stream`` PyCapsule yielding the tensor as a single chunk."""

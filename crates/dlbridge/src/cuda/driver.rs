@@ -169,12 +169,22 @@ impl std::fmt::Debug for Driver {
     }
 }
 
+/// The environment variable naming a driver library to load instead of [`LIBRARY_NAMES`]
+/// (a path, e.g. the test suite's stand-in for the driver). Read once, on first use.
+pub(crate) const DRIVER_OVERRIDE: &str = "DLBRIDGE_CUDA_DRIVER";
+
 static DRIVER: OnceLock<Result<Driver, String>> = OnceLock::new();
 
 /// The process-wide driver, loaded and initialised on first use. Failure is remembered.
 pub(crate) fn driver() -> Result<&'static Driver> {
     DRIVER
         .get_or_init(|| {
+            if let Some(path) = std::env::var_os(DRIVER_OVERRIDE).filter(|p| !p.is_empty()) {
+                return match path.to_str() {
+                    Some(path) => load_first(&[path]),
+                    None => Err(format!("{DRIVER_OVERRIDE} is not valid UTF-8: {path:?}")),
+                };
+            }
             if cfg!(target_os = "macos") {
                 return Err(
                     "CUDA is not available on macOS: NVIDIA ships no driver for it".to_owned(),

@@ -3,6 +3,10 @@
 //! there fails with [`Error::CudaUnavailable`](crate::Error::CudaUnavailable) (a BufferError),
 //! never a panic.
 //!
+//! The environment variable `DLBRIDGE_CUDA_DRIVER`, when set, names the library to load
+//! instead (a path; the test suite's strict stand-in for the driver, on machines without a
+//! GPU).
+//!
 //! The loader sits behind the `cuda` cargo feature (on by default); without it this module keeps
 //! its API, the pure parts (stream rules, routes) work, and every driver call reports the
 //! missing feature.
@@ -33,6 +37,9 @@ mod memory;
 mod stream;
 mod transfer;
 
+#[cfg(all(test, feature = "cuda", target_os = "linux"))]
+mod standin_tests;
+
 pub use ipc::{IpcHandle, ipc_handle, open_ipc_handle, to_ipc_shared};
 pub use memory::{MemoryKind, PointerInfo, device_of_pointer, pointer_info};
 pub use stream::{Event, Stream, StreamHandle, StreamRequest, wait_raw_event};
@@ -40,9 +47,11 @@ pub use transfer::{copy_to_device, copy_to_host, to_device};
 // The DLPack stream rules of the Python face (`__dlpack__(stream=)`, `to_device(stream=)`,
 // `__cuda_array_interface__`'s stream).
 #[cfg(feature = "pyo3")]
-pub(crate) use stream::parse_stream;
+pub(crate) use stream::{parse_stream, synchronize_raw_event};
 #[cfg(feature = "pyo3")]
-pub(crate) use transfer::{adopt_producer_stream, order_for_consumer, route, transfer_stream};
+pub(crate) use transfer::{
+    adopt_producer_stream, complete_on_host, order_for_consumer, route, transfer_stream,
+};
 
 use crate::error::Result;
 

@@ -298,6 +298,20 @@ pub unsafe fn wait_raw_event(event: usize, device: Device) -> Result<()> {
     })
 }
 
+/// Block the host until a foreign event (a `CUevent` / `cudaEvent_t`, e.g. the `sync_event`
+/// of an Arrow device array) has fired, through the driver dlbridge loaded.
+///
+/// # Safety
+/// `event` must be a valid `CUevent` for the duration of the call.
+#[cfg_attr(not(feature = "pyo3"), allow(dead_code))] // for the Python face
+pub(crate) unsafe fn synchronize_raw_event(event: usize) -> Result<()> {
+    let driver = driver()?;
+    // SAFETY: a valid event (the caller's contract).
+    driver.check("cuEventSynchronize", unsafe {
+        (driver.api.cuEventSynchronize)(event as CuEvent)
+    })
+}
+
 /// Block the host until the work on `stream` is done.
 pub(crate) fn synchronize(driver: &Driver, stream: CuStream) -> Result<()> {
     // SAFETY: a stream handle from the caller.

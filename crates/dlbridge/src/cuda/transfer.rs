@@ -269,6 +269,28 @@ pub(crate) fn wait_host_readable(tensor: &Tensor) -> Result<()> {
     ready_event(tensor).map_or(Ok(()), Event::synchronize)
 }
 
+/// Before `tensor`'s memory goes to a consumer that is told of no stream or event (an Arrow
+/// device array without `sync_event`): wait on the host for dlbridge's pending copies into it
+/// and for the legacy default stream of its device, where its data is ready. Nothing for
+/// memory that is not CUDA's, nor without a driver (nothing can be pending then).
+#[cfg_attr(not(feature = "pyo3"), allow(dead_code))] // for the Python face
+pub(crate) fn complete_on_host(tensor: &Tensor) -> Result<()> {
+    let device = tensor.device();
+    let cuda_memory = matches!(
+        device.kind,
+        DeviceType::CUDA | DeviceType::CUDA_HOST | DeviceType::CUDA_MANAGED
+    );
+    if !cuda_memory {
+        return Ok(());
+    }
+    let Ok(driver) = driver() else {
+        return Ok(());
+    };
+    wait_host_readable(tensor)?;
+    let _guard = driver.enter(driver.primary_context(ordinal_of(device))?)?;
+    synchronize(driver, CU_STREAM_LEGACY as CuStream)
+}
+
 /// The CUDA ordinal whose primary context holds memory of `device`: its id for device memory,
 /// 0 for pinned and managed memory (whose DLPack id is 0).
 fn ordinal_of(device: Device) -> i32 {

@@ -303,6 +303,10 @@ pub(crate) fn export_array<'py>(
             tensor.device()
         )));
     }
+    if device {
+        // The array goes out without a sync event: its data must be complete for any stream.
+        crate::cuda::complete_on_host(tensor)?;
+    }
     let exported = convert::export(tensor, &options(tensor, dim_names, requested)?)?;
     let schema = schema_capsule(py, exported.schema.export()?)?;
     // SAFETY: `convert::export` built the array over the tensor's memory (or a copy) on
@@ -344,6 +348,8 @@ pub(crate) fn export_device_stream_capsule<'py>(
     dim_names: Option<&[String]>,
     requested: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    // As in `export_array`: no sync event goes out with the chunk.
+    crate::cuda::complete_on_host(tensor)?;
     let exported = convert::export(tensor, &options(tensor, dim_names, requested)?)?;
     // SAFETY: as in `export_array`, on `exported.device`.
     let stream =
@@ -526,65 +532,48 @@ fn wait_for_event(py: Python<'_>, array: &OwnedArray) -> PyResult<()> {
         return Ok(());
     }
     let device = array.device()?;
-    let (library, init, synchronize) = match device.kind {
-        DeviceType::CPU => return Ok(()),
-        DeviceType::CUDA | DeviceType::CUDA_HOST | DeviceType::CUDA_MANAGED => (
-            if cfg!(windows) {
-                "nvcuda.dll"
-            } else {
-                "libcuda.so.1"
-            },
-            Some("cuInit"),
-            "cuEventSynchronize",
-        ),
-        DeviceType::ROCM | DeviceType::ROCM_HOST => (
-            if cfg!(windows) {
+    // SAFETY: for the device types below a non-NULL sync_event points to the event handle
+    // (cudaEvent_t / hipEvent_t, pointer-sized), owned by the live array.
+    let handle = || unsafe { *event.cast::<*mut c_void>() } as usize;
+    match device.kind {
+        DeviceType::CPU => Ok(()),
+        // Through the driver dlbridge loaded (a CUevent is the runtime's cudaEvent_t).
+        DeviceType::CUDA | DeviceType::CUDA_HOST | DeviceType::CUDA_MANAGED => {
+            // SAFETY: a live event of the array (above).
+            unsafe { crate::cuda::synchronize_raw_event(handle()) }.map_err(|e| {
+                PyBufferError::new_err(format!(
+                    "cannot wait on the producer's {device} sync event (cuEventSynchronize): {e}"
+                ))
+            })
+        }
+        DeviceType::ROCM | DeviceType::ROCM_HOST => {
+            let library = if cfg!(windows) {
                 "amdhip64.dll"
             } else {
                 "libamdhip64.so"
-            },
-            None,
-            "hipEventSynchronize",
-        ),
-        _ => {
-            return Err(PyBufferError::new_err(format!(
-                "the producer attached a sync event for {device}, which dlbridge cannot wait on"
-            )));
+            };
+            hip_event_synchronize(py, library, handle()).map_err(|e| {
+                PyBufferError::new_err(format!(
+                    "cannot wait on the producer's {device} sync event (hipEventSynchronize in {library}): {e}"
+                ))
+            })
         }
-    };
-    // SAFETY: for these device types a non-NULL sync_event points to the event handle
-    // (cudaEvent_t / hipEvent_t, pointer-sized), owned by the live array.
-    let handle = unsafe { *event.cast::<*mut c_void>() } as usize;
-    call_event_synchronize(py, library, init, synchronize, handle).map_err(|e| {
-        PyBufferError::new_err(format!(
-            "cannot wait on the producer's {device} sync event ({synchronize} in {library}): {e}"
-        ))
-    })
+        _ => Err(PyBufferError::new_err(format!(
+            "the producer attached a sync event for {device}, which dlbridge cannot wait on"
+        ))),
+    }
 }
 
-/// Call `synchronize(handle)` from the driver `library` through ctypes, after `init(0)`.
-/// (The driver API's CUevent and the runtime's cudaEvent_t are the same handle.)
-fn call_event_synchronize(
-    py: Python<'_>,
-    library: &str,
-    init: Option<&str>,
-    synchronize: &str,
-    handle: usize,
-) -> PyResult<()> {
+/// Call `hipEventSynchronize(handle)` from the HIP runtime `library` through ctypes.
+fn hip_event_synchronize(py: Python<'_>, library: &str, handle: usize) -> PyResult<()> {
     let ctypes = py.import("ctypes")?;
     let lib = ctypes.getattr("CDLL")?.call1((library,))?;
-    if let Some(init) = init {
-        let rc: i32 = lib.getattr(init)?.call1((0u32,))?.extract()?;
-        if rc != 0 {
-            return Err(PyBufferError::new_err(format!("{init} returned {rc}")));
-        }
-    }
-    let function = lib.getattr(synchronize)?;
+    let function = lib.getattr("hipEventSynchronize")?;
     function.setattr("argtypes", vec![ctypes.getattr("c_void_p")?])?;
     let rc: i32 = function.call1((handle,))?.extract()?;
     if rc != 0 {
         return Err(PyBufferError::new_err(format!(
-            "{synchronize} returned {rc}"
+            "hipEventSynchronize returned {rc}"
         )));
     }
     Ok(())

@@ -133,13 +133,14 @@ pub(super) fn moved_to<'py>(
     stream: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyTensor>> {
     let tensor = &slf.get().0;
-    if tensor.device() == target {
-        return Ok(slf.clone());
-    }
     let value = stream_value(stream)?;
     // SAFETY: a `stream` integer from Python is the caller's promise that it names a live
     // stream (DLPack's contract); dlbridge hands it to the driver as is.
     let request = unsafe { cuda::transfer_stream(tensor.device(), target, value) }?;
+    // Validated first, so that a bad `stream` is refused whether or not a copy is needed.
+    if tensor.device() == target {
+        return Ok(slf.clone());
+    }
     let moved = match cuda::to_device(tensor, target, request) {
         Ok(moved) => moved,
         Err(err @ crate::Error::UnsupportedDevice { .. }) => {
@@ -579,7 +580,8 @@ impl PyTensor {
     }
 
     /// `(arrow_schema, arrow_device_array)` capsules on the tensor's own device (CPU is
-    /// published with Arrow's device id -1; no sync event). Never copies across devices.
+    /// published with Arrow's device id -1; no sync event: CUDA data is complete on return).
+    /// Never copies across devices.
     /// Unknown keywords are accepted only with the value None (NotImplementedError otherwise).
     #[pyo3(signature = (requested_schema=None, **kwargs))]
     fn __arrow_c_device_array__<'py>(
