@@ -27,6 +27,7 @@ class PyArrow(Namespace):
 
     name = module = pip = "pyarrow"
     aliases = ("pyarrow", "pa")
+    rank = 5
     immutable = True
     result = "pyarrow.Array"
 
@@ -76,6 +77,7 @@ class Pandas(Namespace):
 
     name = module = pip = "pandas"
     aliases = ("pandas", "pd")
+    rank = 14
     result = "pandas.Series (1-D) or pandas.DataFrame (2-D)"
     noun = "object"
 

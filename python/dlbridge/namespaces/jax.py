@@ -38,6 +38,7 @@ class Jax(Namespace):
     pip = "jax[cpu]"
     modules = ("jax.numpy",)
     aliases = ("jax", "jax.numpy", "jnp")
+    rank = 3
     immutable = True
     readonly_why = (
         "this JAX's jnp.from_dlpack asks for legacy DLPack capsules only, which cannot carry "

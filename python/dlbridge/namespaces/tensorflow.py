@@ -14,6 +14,7 @@ class TensorFlow(Namespace):
     noun = "tensor"
     pip = "tensorflow-cpu"
     aliases = ("tensorflow", "tf")
+    rank = 6
     alias_readonly = False
     readonly_why = (
         "tf.experimental.dlpack.from_dlpack takes legacy capsules only, which cannot carry "
