@@ -33,9 +33,9 @@ import numpy as np
 from .._layout import c_contiguous, f_contiguous
 from ..namespaces.base import HOST_TYPES
 from . import refcapsule as rc
-from .cases import BY_ID, Case
 from .adapters.builtin import ref_consume
 from .adapters.tensorflow import TensorFlowLib
+from .cases import BY_ID, Case
 from .libraries import (
     LIBRARY_OF_MODULE,
     Library,

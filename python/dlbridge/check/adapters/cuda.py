@@ -27,10 +27,10 @@ class CupyLib(Library, namespace=CuPy):
     """CuPy: needs a CUDA device. Importing it works without one (cupy 14), using it does not:
     discovery runs a device probe in a subprocess and reports the library as not installed, with
     the reason, when the probe fails."""
+
     rank = 16
     result_modules = ("cupy",)
     read_result = staticmethod(_observe_cupy)
-
     devices = frozenset({2})
     dists = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")
     note = "cupy.ndarray on CUDA device 0; consumer: cupy.from_dlpack"
