@@ -28,6 +28,7 @@ class PyArrow(Namespace):
     name = module = pip = "pyarrow"
     aliases = ("pyarrow", "pa")
     rank = 5
+    importer = "pyarrow.array (Tensor.__arrow_array__)"
     immutable = True
     result = "pyarrow.Array"
 
@@ -78,6 +79,7 @@ class Pandas(Namespace):
     name = module = pip = "pandas"
     aliases = ("pandas", "pd")
     rank = 14
+    importer = "pandas.Series / pandas.DataFrame over numpy.from_dlpack"
     result = "pandas.Series (1-D) or pandas.DataFrame (2-D)"
     noun = "object"
 

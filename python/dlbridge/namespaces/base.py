@@ -107,6 +107,8 @@ class Namespace:
     result = ""
     #: what the library calls its arrays, for messages
     noun = "array"
+    #: the import a zero-copy plan names (empty: ``<name>.from_dlpack``)
+    importer = ""
 
     def __init__(self) -> None:
         self._mod: Any = None

@@ -81,11 +81,10 @@ def owner(x: Any) -> Namespace | None:
 
 def device_helper(device: Device) -> Namespace | None:
     """An installed library that can copy data on ``device``, which dlbridge cannot reach
-    itself (dpnp for oneAPI devices)."""
-    for name in ("dpnp", "cupy"):
-        ns = _INSTANCES[name]
+    itself (dpnp for oneAPI devices): one whose namespace makes copies on its devices."""
+    for ns in _INSTANCES.values():
         overrides = type(ns).copy_on_device is not Namespace.copy_on_device
-        if ns.installed() and ns.can_hold(device) and overrides:
+        if overrides and ns.installed() and ns.can_hold(device):
             return ns
     return None
 

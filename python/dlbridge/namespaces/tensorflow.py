@@ -15,6 +15,7 @@ class TensorFlow(Namespace):
     pip = "tensorflow-cpu"
     aliases = ("tensorflow", "tf")
     rank = 6
+    importer = "tf.experimental.dlpack.from_dlpack (legacy capsule)"
     alias_readonly = False
     readonly_why = (
         "tf.experimental.dlpack.from_dlpack takes legacy capsules only, which cannot carry "
