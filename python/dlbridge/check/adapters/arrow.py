@@ -29,34 +29,16 @@ def _observe_pa_array(y: Any) -> Observed:
     return obs
 
 
-def _observe_pyarrow(y: Any) -> Observed:
-    return _observe_pa_tensor(y) if type(y).__name__ == "Tensor" else _observe_pa_array(y)
-
-
-def _observe_pandas(y: Any) -> Observed:
-    """A pandas Series: its values, and the NumPy block behind it when it has one."""
-    obs = Observed(kind="pandas.Series")
-    values = y.to_numpy()
-    obs.dtype = values.dtype.name if isinstance(y.dtype, np.dtype) else str(y.dtype)
-    obs.shape = tuple(y.shape)
-    obs.values = np.array(values, copy=True, order="C")
-    obs.device = (1, 0)
-    block = getattr(y.array, "_ndarray", None)  # NumpyExtensionArray: the Series' own memory
-    if isinstance(block, np.ndarray):
-        obs.ptr = block.__array_interface__["data"][0] if block.size else None
-        obs.writable = bool(block.flags.writeable)  # s.iloc[i] = v writes into it in place
-    else:
-        obs.writable = False  # Arrow-backed: immutable
-    return obs
-
-
 class PyArrowLib(Library, namespace=PyArrow):
     rank = 4
     result_modules = ("pyarrow",)
-    read_result = staticmethod(_observe_pyarrow)
     readonly_results = True
     note = ("producer: pyarrow.Array for 1-D data, pyarrow.Tensor otherwise; consumer: "
             "pyarrow.Tensor.from_dlpack")
+
+    @staticmethod
+    def read_result(y: Any) -> Observed:
+        return _observe_pa_tensor(y) if type(y).__name__ == "Tensor" else _observe_pa_array(y)
 
     def make(self, recipe, ref):
         pa = self.load()
@@ -103,11 +85,27 @@ _PANDAS_LACKS = ("bfloat16", "float8", "complex", "bcomplex")  # Arrow has no su
 class PandasLib(Library, namespace=Pandas):
     rank = 15
     result_modules = ("pandas",)
-    read_result = staticmethod(_observe_pandas)
     takes_kwargs = False
     note = ("producer: 1-D cases a pandas.Series (it offers __arrow_c_stream__ only), 2-D cases "
             "DataFrame.to_numpy() (a read-only view under copy-on-write); consumer: "
             "pandas.Series.from_arrow (Arrow PyCapsule objects only, 1-D, always a copy)")
+
+    @staticmethod
+    def read_result(y: Any) -> Observed:
+        """A pandas Series: its values, and the NumPy block behind it when it has one."""
+        obs = Observed(kind="pandas.Series")
+        values = y.to_numpy()
+        obs.dtype = values.dtype.name if isinstance(y.dtype, np.dtype) else str(y.dtype)
+        obs.shape = tuple(y.shape)
+        obs.values = np.array(values, copy=True, order="C")
+        obs.device = (1, 0)
+        block = getattr(y.array, "_ndarray", None)  # NumpyExtensionArray: the Series' own memory
+        if isinstance(block, np.ndarray):
+            obs.ptr = block.__array_interface__["data"][0] if block.size else None
+            obs.writable = bool(block.flags.writeable)  # s.iloc[i] = v writes into it in place
+        else:
+            obs.writable = False  # Arrow-backed: immutable
+        return obs
 
     def make(self, recipe, ref):
         pd = self.load()

@@ -11,18 +11,6 @@ from ...namespaces.cuda import CuPy
 from .base import Library, Observed, Unsupported, det_values, dlpack_device, ops_view
 
 
-def _observe_cupy(y: Any) -> Observed:
-    obs = Observed(kind="cupy.ndarray")
-    obs.dtype = np.dtype(y.dtype).name
-    obs.shape = tuple(y.shape)
-    obs.writable = True
-    obs.device = dlpack_device(y)
-    obs.ptr = int(y.data.ptr) if y.size else None
-    obs.strides = tuple(s // y.itemsize for s in y.strides) if y.itemsize else None
-    obs.values = np.array(y.get(), copy=True, order="C")
-    return obs
-
-
 class CupyLib(Library, namespace=CuPy):
     """CuPy: needs a CUDA device. Importing it works without one (cupy 14), using it does not:
     discovery runs a device probe in a subprocess and reports the library as not installed, with
@@ -30,11 +18,22 @@ class CupyLib(Library, namespace=CuPy):
 
     rank = 16
     result_modules = ("cupy",)
-    read_result = staticmethod(_observe_cupy)
     devices = frozenset({2})
     dists = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")
     note = "cupy.ndarray on CUDA device 0; consumer: cupy.from_dlpack"
     _probe: tuple[bool, str] | None = None  # shared by the instances of one process
+
+    @staticmethod
+    def read_result(y: Any) -> Observed:
+        obs = Observed(kind="cupy.ndarray")
+        obs.dtype = np.dtype(y.dtype).name
+        obs.shape = tuple(y.shape)
+        obs.writable = True
+        obs.device = dlpack_device(y)
+        obs.ptr = int(y.data.ptr) if y.size else None
+        obs.strides = tuple(s // y.itemsize for s in y.strides) if y.itemsize else None
+        obs.values = np.array(y.get(), copy=True, order="C")
+        return obs
 
     def installed(self):
         if not super().installed():

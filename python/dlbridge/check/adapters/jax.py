@@ -10,26 +10,25 @@ from ...namespaces.jax import Jax
 from .base import Library, Observed, Unsupported, dlpack_device
 
 
-def _observe_jax(y: Any) -> Observed:
-    obs = Observed(kind="jax.Array")
-    obs.dtype = np.dtype(y.dtype).name
-    obs.shape = tuple(y.shape)
-    obs.writable = False  # jax arrays are immutable
-    obs.device = dlpack_device(y)
-    try:
-        obs.ptr = int(y.unsafe_buffer_pointer()) if y.size else None
-    except Exception:  # noqa: BLE001
-        pass
-    obs.values = np.array(np.asarray(y), copy=True, order="C")
-    return obs
-
-
 class JaxLib(Library, namespace=Jax):
     rank = 3
     result_modules = ("jax", "jaxlib")
-    read_result = staticmethod(_observe_jax)
     readonly_results = True
     note = "run with jax_enable_x64=True so that 64-bit dtypes exist"
+
+    @staticmethod
+    def read_result(y: Any) -> Observed:
+        obs = Observed(kind="jax.Array")
+        obs.dtype = np.dtype(y.dtype).name
+        obs.shape = tuple(y.shape)
+        obs.writable = False  # jax arrays are immutable
+        obs.device = dlpack_device(y)
+        try:
+            obs.ptr = int(y.unsafe_buffer_pointer()) if y.size else None
+        except Exception:  # noqa: BLE001
+            pass
+        obs.values = np.array(np.asarray(y), copy=True, order="C")
+        return obs
 
     def setup(self):
         import jax

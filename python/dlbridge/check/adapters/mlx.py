@@ -10,34 +10,33 @@ from ...namespaces.mlx import Mlx
 from .base import Library, Observed, Unsupported, det_values, observe_capsule_of, ops_view
 
 
-def _observe_mlx(y: Any) -> Observed:
-    import mlx.core as mx
-
-    if y.dtype == mx.bfloat16:  # MLX 0.32 cannot export bfloat16 through DLPack
-        import ml_dtypes
-
-        obs = Observed(
-            kind="mlx.core.array",
-            dtype="bfloat16",
-            shape=tuple(y.shape),
-            writable=True,
-            device=(1, 0),
-        )
-        obs.values = np.array(y.astype(mx.float32)).astype(ml_dtypes.bfloat16)
-        return obs
-    # MLX arrays export writable buffers (np.asarray(x) writes into them): writable
-    return observe_capsule_of(y, "mlx.core.array", True)
-
-
 class MlxLib(Library, namespace=Mlx):
     rank = 13
     result_modules = ("mlx",)
-    read_result = staticmethod(_observe_mlx)
     note = (
         "mlx.core.array on the CPU: exports legacy capsules only (writable memory, imported "
         "read-only by dlbridge's rule); consumer: mx.from_dlpack(x, copy=), which always copies "
         "CPU data and has no device="
     )
+
+    @staticmethod
+    def read_result(y: Any) -> Observed:
+        import mlx.core as mx
+
+        if y.dtype == mx.bfloat16:  # MLX 0.32 cannot export bfloat16 through DLPack
+            import ml_dtypes
+
+            obs = Observed(
+                kind="mlx.core.array",
+                dtype="bfloat16",
+                shape=tuple(y.shape),
+                writable=True,
+                device=(1, 0),
+            )
+            obs.values = np.array(y.astype(mx.float32)).astype(ml_dtypes.bfloat16)
+            return obs
+        # MLX arrays export writable buffers (np.asarray(x) writes into them): writable
+        return observe_capsule_of(y, "mlx.core.array", True)
 
     def _dt(self, name):
         mx = self.load()

@@ -11,11 +11,6 @@ from ...namespaces.paddle import Paddle
 from .base import Library, Observed, Recipe, Unsupported, det_values, observe_capsule_of, ops_view
 
 
-def _observe_paddle(y: Any) -> Observed:
-    # the dtype comes from the capsule: paddle 3.3 prints its uint16 as "paddle.bfloat16"
-    return observe_capsule_of(y, "paddle.Tensor", True)  # paddle tensors cannot be read-only
-
-
 def _steps(recipe: Recipe) -> list[int]:
     return [
         s.step
@@ -29,10 +24,14 @@ def _steps(recipe: Recipe) -> list[int]:
 class PaddleLib(Library, namespace=Paddle):
     rank = 12
     result_modules = ("paddle",)
-    read_result = staticmethod(_observe_paddle)
     slow_import = True  # about 3 s
     note = ("paddle.Tensor (CPU); consumer: paddle.from_dlpack(x, device=, copy=), which asks for "
             "max_version=(1, 2); also offers __dlpack_c_exchange_api__")
+
+    @staticmethod
+    def read_result(y: Any) -> Observed:
+        # the dtype comes from the capsule: paddle 3.3 prints its uint16 as "paddle.bfloat16"
+        return observe_capsule_of(y, "paddle.Tensor", True)  # paddle tensors cannot be read-only
 
     def setup(self):
         import warnings

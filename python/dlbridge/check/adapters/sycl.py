@@ -10,28 +10,27 @@ from ...namespaces.sycl import Dpnp
 from .base import Library, Observed, Unsupported, det_values, dlpack_device
 
 
-def _observe_dpnp(y: Any) -> Observed:
-    import dpnp
-
-    u = y.get_array() if hasattr(y, "get_array") else y
-    obs = Observed(kind=type(y).__module__.split(".")[0] + "." + type(y).__name__)
-    obs.dtype = np.dtype(y.dtype).name
-    obs.shape = tuple(y.shape)
-    obs.writable = bool(u.flags.writable)
-    obs.device = dlpack_device(y)
-    obs.ptr = int(u._pointer) if y.size else None
-    obs.strides = tuple(u.strides)
-    obs.values = np.array(dpnp.asnumpy(y), copy=True, order="C")
-    return obs
-
-
 class DpnpLib(Library, namespace=Dpnp):
     rank = 5
     result_modules = ("dpnp", "dpctl")
-    read_result = staticmethod(_observe_dpnp)
     readonly_results = True
     devices = frozenset({1, 14})
     note = "arrays live on a SYCL device (kDLOneAPI = 14): the real cross-device cases"
+
+    @staticmethod
+    def read_result(y: Any) -> Observed:
+        import dpnp
+
+        u = y.get_array() if hasattr(y, "get_array") else y
+        obs = Observed(kind=type(y).__module__.split(".")[0] + "." + type(y).__name__)
+        obs.dtype = np.dtype(y.dtype).name
+        obs.shape = tuple(y.shape)
+        obs.writable = bool(u.flags.writable)
+        obs.device = dlpack_device(y)
+        obs.ptr = int(u._pointer) if y.size else None
+        obs.strides = tuple(u.strides)
+        obs.values = np.array(dpnp.asnumpy(y), copy=True, order="C")
+        return obs
 
     def setup(self):
         import dpnp

@@ -11,21 +11,9 @@ from .. import refcapsule as rc
 from .base import Library, Observed, Unsupported, from_capsule_info
 
 
-def _observe_tf(y: Any) -> Observed:
-    obs = Observed(kind="tensorflow.Tensor")
-    info = rc.read_object(y)
-    from_capsule_info(obs, info)
-    obs.dtype = y.dtype.name
-    obs.ptr = info.data_ptr if info.size else None
-    obs.device = info.device
-    obs.writable = False  # TensorFlow tensors are immutable
-    return obs
-
-
 class TensorFlowLib(Library, namespace=TensorFlow):
     rank = 8
     result_modules = ("tensorflow",)
-    read_result = staticmethod(_observe_tf)
     readonly_results = True
     takes_kwargs = False
     slow_import = True
@@ -33,6 +21,17 @@ class TensorFlowLib(Library, namespace=TensorFlow):
             "(it takes raw capsules only); TensorFlow tensors are immutable and C-contiguous")
     #: distributions that install the ``tensorflow`` module
     dists = ("tensorflow", "tensorflow-cpu", "tf-nightly", "tf-nightly-cpu")
+
+    @staticmethod
+    def read_result(y: Any) -> Observed:
+        obs = Observed(kind="tensorflow.Tensor")
+        info = rc.read_object(y)
+        from_capsule_info(obs, info)
+        obs.dtype = y.dtype.name
+        obs.ptr = info.data_ptr if info.size else None
+        obs.device = info.device
+        obs.writable = False  # TensorFlow tensors are immutable
+        return obs
 
     def make(self, recipe, ref):
         tf = self.load()

@@ -12,20 +12,6 @@ from .. import refcapsule as rc
 from .base import Library, Observed, Unsupported, det_values, dlpack_device
 
 
-def _observe_torch(y: Any) -> Observed:
-    obs = Observed(kind="torch.Tensor")
-    obs.dtype = str(y.dtype).replace("torch.", "")
-    obs.shape = tuple(y.shape)
-    obs.ptr = int(y.data_ptr()) if y.numel() else None
-    obs.writable = True  # torch has no read-only tensors
-    obs.strides = tuple(y.stride())
-    obs.device = (1, 0) if y.device.type == "cpu" else dlpack_device(y)
-    if obs.device == (1, 0):
-        info = rc.read_object(y.detach().resolve_conj().resolve_neg())
-        obs.values = info.values
-    return obs
-
-
 def _torch_dtype(torch: Any, name: str) -> Any:
     dt = getattr(torch, name, None)
     if dt is None or not isinstance(dt, torch.dtype):
@@ -36,7 +22,20 @@ def _torch_dtype(torch: Any, name: str) -> Any:
 class TorchLib(Library, namespace=Torch):
     rank = 2
     result_modules = ("torch",)
-    read_result = staticmethod(_observe_torch)
+
+    @staticmethod
+    def read_result(y: Any) -> Observed:
+        obs = Observed(kind="torch.Tensor")
+        obs.dtype = str(y.dtype).replace("torch.", "")
+        obs.shape = tuple(y.shape)
+        obs.ptr = int(y.data_ptr()) if y.numel() else None
+        obs.writable = True  # torch has no read-only tensors
+        obs.strides = tuple(y.stride())
+        obs.device = (1, 0) if y.device.type == "cpu" else dlpack_device(y)
+        if obs.device == (1, 0):
+            info = rc.read_object(y.detach().resolve_conj().resolve_neg())
+            obs.values = info.values
+        return obs
 
     def make(self, recipe, ref):
         torch = self.load()

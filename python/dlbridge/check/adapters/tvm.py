@@ -25,31 +25,30 @@ def _device_values(y: Any) -> np.ndarray | None:
     return None
 
 
-def _observe_tvm(y: Any) -> Observed:
-    obs = Observed(kind="tvm_ffi.Tensor")
-    dev = dlpack_device(y)
-    if dev is not None and dev[0] not in HOST_TYPES:
-        info = rc.probe(y)
-        if info is None:
-            raise BufferError("cannot read the tensor's capsule")
-        from_capsule_info(obs, info)
-        obs.values = _device_values(y)
-    else:
-        info = rc.read_object(y)
-        from_capsule_info(obs, info)
-    obs.dtype = info.dtype
-    obs.ptr = info.data_ptr if info.size else None
-    obs.device = info.device
-    obs.writable = None  # tvm_ffi tensors carry no read-only flag; kernels may write them
-    return obs
-
-
 class TvmFfiLib(Library, namespace=TvmFfi):
     rank = 7
     result_modules = ("tvm_ffi",)
-    read_result = staticmethod(_observe_tvm)
     takes_kwargs = False
     devices = frozenset({1, 2, 3, 4, 7, 8, 10, 13, 14})
+
+    @staticmethod
+    def read_result(y: Any) -> Observed:
+        obs = Observed(kind="tvm_ffi.Tensor")
+        dev = dlpack_device(y)
+        if dev is not None and dev[0] not in HOST_TYPES:
+            info = rc.probe(y)
+            if info is None:
+                raise BufferError("cannot read the tensor's capsule")
+            from_capsule_info(obs, info)
+            obs.values = _device_values(y)
+        else:
+            info = rc.read_object(y)
+            from_capsule_info(obs, info)
+        obs.dtype = info.dtype
+        obs.ptr = info.data_ptr if info.size else None
+        obs.device = info.device
+        obs.writable = None  # tvm_ffi tensors carry no read-only flag; kernels may write them
+        return obs
 
     def make(self, recipe, ref):
         tvm_ffi = self.load()

@@ -10,19 +10,18 @@ from ...namespaces.warp import Warp
 from .base import Library, Observed, Unsupported, observe_capsule_of
 
 
-def _observe_warp(y: Any) -> Observed:
-    return observe_capsule_of(y, "warp.array", True)  # warp arrays have no read-only flag
-
-
 class WarpLib(Library, namespace=Warp):
     rank = 14
     result_modules = ("warp",)
-    read_result = staticmethod(_observe_warp)
     takes_kwargs = False
     note = ("warp.array on its CPU device: __dlpack__(stream=) only, legacy capsules of writable "
             "memory (imported read-only by dlbridge's rule); consumer: wp.from_dlpack(x), no "
             "device= / copy=; producer: plain cases are Warp's own allocations, views are "
             "wp.from_dlpack of the NumPy reference")
+
+    @staticmethod
+    def read_result(y: Any) -> Observed:
+        return observe_capsule_of(y, "warp.array", True)  # warp arrays have no read-only flag
 
     def setup(self):
         import warp as wp
