@@ -1,10 +1,11 @@
-"""The checker's libraries: the adapters of :mod:`dlbridge.check.adapters`, found there (a new
-library is its adapter module and nothing else, see that package's docstring), which of them are
-installed (:func:`discover`), and :func:`observe`, which reads any result array by its type.
+"""The checker's libraries: every adapter of the modules of :mod:`dlbridge.check.adapters`
+(``ALL_LIBRARIES``; a new library's adapter needs no entry here, see that package's docstring),
+which of them are installed (:func:`discover`), and :func:`observe`.
 
 Results of any library are inspected by :func:`observe` (dtype, shape, values, data pointer,
-writability, device), which dispatches on the result's type, so a consumer that returns another
-library's array (dpnp returns NumPy arrays for host data) is still read correctly.
+writability, device), which dispatches on the result's type to the adapter that reads it
+(``result_modules``), so a consumer that returns another library's array (dpnp returns NumPy
+arrays for host data) is still read correctly.
 
 Adapters import their library lazily, so discovery costs a ``find_spec`` per library and a worker
 subprocess imports only the libraries of the pairs it runs.
