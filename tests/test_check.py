@@ -202,6 +202,55 @@ def test_checker_runs_library_as_producer_and_consumer(tmp_path, name):
     assert {key: results.get(key, {}).get("status") for key in want} == want
 
 
+def test_every_namespace_has_its_adapter_beside_it():
+    # a library's checker adapter is in the module of check/adapters named as its namespace's
+    # module (dlbridge, the library under test, has none), with the namespace's name and module
+    from dlbridge import namespaces as nsmod
+
+    adapters = libraries.by_name()
+    for name in (n for n in nsmod.NAMES if n != "dlbridge"):
+        ns = nsmod.get(name)
+        family = type(ns).__module__.rpartition(".")[2]
+        assert type(adapters[name]).__module__ == f"dlbridge.check.adapters.{family}", name
+        assert (adapters[name].module, adapters[name].pip) == (ns.module, ns.pip), name
+
+
+def test_checker_takes_only_data_from_the_namespaces():
+    # the checker judges dlbridge's planner, so it may read the namespaces' data (UPPER_CASE
+    # constants, and the name, module and pip spec an adapter's namespace= copies) but never ask
+    # them anything: no namespace instance, no method, no registry (a wrong rule would agree
+    # with itself)
+    import ast
+    from pathlib import Path
+
+    check_dir = Path(libraries.__file__).parent
+    wrong = []
+    for path in sorted(check_dir.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        data = set()  # the names imported from a namespace module
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                wrong += [a.name for a in node.names if a.name.startswith("dlbridge.namespaces")]
+            elif isinstance(node, ast.ImportFrom):
+                module = (node.module or "").removeprefix("dlbridge.")
+                if module.startswith("namespaces.") and module != "namespaces.registry":
+                    data |= {a.asname or a.name for a in node.names}
+                elif module.startswith("namespaces") or any(
+                    a.name == "namespaces" for a in node.names
+                ):
+                    wrong.append(f"{path.name}: {ast.unparse(node)}")
+        for node in ast.walk(tree):
+            called = isinstance(node, ast.Call) and getattr(node.func, "id", None) in data
+            asked = (
+                isinstance(node, ast.Attribute)
+                and getattr(node.value, "id", None) in data
+                and not node.attr.isupper()
+            )
+            if called or asked:
+                wrong.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert not wrong, wrong
+
+
 def test_tensorflow_producer_and_consumer(tmp_path):
     if importlib.util.find_spec("tensorflow") is None:  # not imported here: it takes seconds
         pytest.skip("tensorflow is not installed")

@@ -535,32 +535,39 @@ def test_convert_reads_a_stream_only_producer_once():
 
 def test_install_hints_name_what_the_project_installs():
     # convert's "not installed (pip install ...)" names a namespace's pip spec: it must be the
-    # one requirements-test.txt installs and the checker names (cupy-cuda13x, not cupy-cuda12x:
-    # torch's wheel brings the CUDA 13 runtime).
+    # one requirements-test.txt installs (cupy-cuda13x, not cupy-cuda12x: torch's wheel brings
+    # the CUDA 13 runtime); the checker's adapters take theirs from the namespace
     from pathlib import Path
-
-    from dlbridge.check import libraries
 
     requirements = Path(__file__).parents[1] / "requirements-test.txt"
     lines = {ln.strip() for ln in requirements.read_text().splitlines()}
-    adapters = libraries.by_name()
-    # every registered library but dlbridge itself has a checker adapter of the same pip spec
     for name in (n for n in nsmod.NAMES if n != "dlbridge"):
-        pip = nsmod.get(name).pip
-        assert pip == adapters[name].pip, name
-        for spec in pip.split():
+        for spec in nsmod.get(name).pip.split():
             assert spec in lines, f"{name}: {spec} is not in requirements-test.txt"
     assert nsmod.get("cupy").pip == "cupy-cuda13x"
 
 
 def test_convert_docs_name_every_library():
-    # convert's docstring and its stub's list the targets by hand (the API reference is read
-    # from them without importing dlbridge): each must name every registered library
+    # the registry is the one list of targets: convert's docstring ends with every registered
+    # library and the modules that stand for it; the docstrings read without importing dlbridge
+    # (its source, read by the API reference, and its stub) point to that list
+    import ast
     from pathlib import Path
 
+    doc = dlbridge.convert.__doc__
+    for name in nsmod.NAMES:
+        ns = nsmod.get(name)
+        missing = [m for m in (name, ns.module, *ns.modules) if f"``{m}``" not in doc]
+        assert not missing, (name, missing)
     package = Path(dlbridge.__file__).parent
     stub = (package / "__init__.pyi").read_text()
     stub_doc = stub[stub.index("def convert(") : stub.index("def explain(")]
-    for doc in (dlbridge.convert.__doc__, stub_doc):
-        missing = [name for name in nsmod.NAMES if f"``{name}``" not in doc]
-        assert not missing, missing
+    source = ast.parse((package / "convert.py").read_text())
+    source_doc = next(
+        ast.get_docstring(f)
+        for f in source.body
+        if isinstance(f, ast.FunctionDef) and f.name == "convert" and ast.get_docstring(f)
+    )
+    for static in (stub_doc, source_doc):
+        assert "``dlbridge.namespaces.NAMES``" in static
+        assert "Targets:" not in static  # the list itself is made from the registry

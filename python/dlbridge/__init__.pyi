@@ -44,13 +44,12 @@ def convert(
     resolve: bool = False,
     report: Literal[False] = False,
 ) -> Any:
-    """An array of library ``to`` (a module or a name: ``numpy``, ``torch``, ``jax``,
-    ``dpnp``, ``pyarrow``, ``tensorflow``, ``array_api_strict``, ``cupy``, ``tvm_ffi``,
-    ``paddle``, ``mlx``, ``warp``, ``pandas``, ``dlbridge``) with the values of ``x``, on
-    ``device`` (anything :class:`Device` takes; None: where ``x`` is), copied only when needed
-    (``copy=None``), always (``True``) or never (``False``: BufferError instead). Read-only
-    or immutable sources never become writable aliases; ``detach=True`` / ``resolve=True``
-    opt in to resolving torch's autograd / conj / neg state.
+    """An array of library ``to`` (a module or a name: ``numpy``, ``"np"``, ``torch``...; any
+    of ``dlbridge.namespaces.NAMES``, which ``help(dlbridge.convert)`` lists) with the values
+    of ``x``, on ``device`` (anything :class:`Device` takes; None: where ``x`` is), copied only
+    when needed (``copy=None``), always (``True``) or never (``False``: BufferError instead).
+    Read-only or immutable sources never become writable aliases; ``detach=True`` /
+    ``resolve=True`` opt in to resolving torch's autograd / conj / neg state.
     """
 
 @overload

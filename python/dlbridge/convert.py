@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
+import textwrap
 from typing import Any, Literal, overload
 
+from . import namespaces as nsmod
 from .plan import Plan, build
 
 
@@ -35,10 +38,9 @@ def convert(
 
     ``x``: any array dlbridge can import (a DLPack producer or capsule, the Arrow PyCapsule
     interface, the buffer protocol, ``__array_interface__``). ``to``: the target library, as a
-    module (``numpy``, ``torch``, ``jax`` / ``jax.numpy``, ``dpnp``, ``pyarrow``,
-    ``tensorflow``, ``array_api_strict``, ``cupy``, ``tvm_ffi``, ``paddle``, ``mlx`` /
-    ``mlx.core``, ``warp``, ``pandas``, ``dlbridge``) or its name (``"numpy"``, ``"np"``,
-    ``"torch"``, ``"jax"``...).
+    module (``numpy``, ``jax.numpy``...) or its name (``"numpy"``, ``"np"``, ``"torch"``...):
+    one of ``dlbridge.namespaces.NAMES``, which ``help(dlbridge.convert)`` lists at its end with
+    the modules that stand for each.
 
     The path is the best one for the pair (see :func:`explain` for it, without running it):
     ``x`` itself when it already is such an array where it was asked; else a zero-copy DLPack
@@ -104,6 +106,21 @@ def explain(
     ``__dlpack__``). ValueError for a bad ``to``, ``device`` or ``copy``.
     """
     return build(x, to, device=device, copy=copy, detach=detach, resolve=resolve, run=False).plan
+
+
+def _targets() -> str:
+    """The paragraph that ends ``convert``'s docstring: every library of the registry and the
+    modules that stand for it (a library's module in ``dlbridge.namespaces`` adds it)."""
+    spellings = []
+    for name in nsmod.NAMES:
+        ns = nsmod.get(name)
+        modules = dict.fromkeys((name, ns.module, *ns.modules))  # in order, once each
+        spellings.append(" / ".join(f"``{m}``" for m in modules))
+    return textwrap.fill(f"Targets: {', '.join(spellings)}.", width=96, break_on_hyphens=False)
+
+
+if convert.__doc__ is not None:  # None under python -OO
+    convert.__doc__ = f"{inspect.cleandoc(convert.__doc__)}\n\n{_targets()}\n"
 
 
 __all__ = ["Plan", "convert", "explain"]

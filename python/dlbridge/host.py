@@ -28,8 +28,9 @@ def to_memoryview(x: Any, *, copy: bool | None = None) -> memoryview:
 
 def to_host(x: Any) -> Any:
     """``x`` on the host, as an array of its own library where that library has host arrays
-    (NumPy, torch, JAX, pyarrow, array_api_strict, TensorFlow, tvm_ffi, dlbridge), and as a
-    NumPy array otherwise (dpnp, CuPy, buffers and any other producer).
+    (torch, JAX, pyarrow...: every library whose namespace says ``has_host``), and as a NumPy
+    array otherwise (dpnp and CuPy, whose arrays live on devices, buffers and any other
+    producer).
 
     ``x`` itself when it is already in host memory; else the library's own transfer
     (``tensor.cpu()``, ``jax.device_put``...) or a device-to-host copy through dlbridge.

@@ -900,17 +900,6 @@ def _plan_from_host(
     _final(b, target, route, expect_alias=True, copy=None)
 
 
-_IMPORT = {
-    "numpy": "numpy.from_dlpack",
-    "torch": "torch.from_dlpack",
-    "jax": "jax.numpy.from_dlpack",
-    "dpnp": "dpnp.from_dlpack",
-    "pyarrow": "pyarrow.array (Tensor.__arrow_array__)",
-    "array_api_strict": "array_api_strict.from_dlpack",
-    "tvm_ffi": "tvm_ffi.from_dlpack",
-    "tensorflow": "tf.experimental.dlpack.from_dlpack (legacy capsule)",
-    "cupy": "cupy.from_dlpack",
-}
 _ROUTE_TEXT = {
     "ml_dtypes": "an ml_dtypes view of the bytes (numpy.from_dlpack "
                  "has no bfloat16 / float8; zero-copy)",
@@ -933,7 +922,7 @@ def _final(
     elif route in _ROUTE_TEXT:
         text = f"{name}: " + _ROUTE_TEXT[route]
     else:
-        text = f"{name}: {_IMPORT.get(name, name + '.from_dlpack')} (zero-copy)"
+        text = f"{name}: {target.importer or name + '.from_dlpack'} (zero-copy)"
     copies = 1 if route in ("host_copy", "import_copy") else 0
     if copies and copy is False:
         raise Impossible(

@@ -33,15 +33,16 @@ import numpy as np
 from .._layout import c_contiguous, f_contiguous
 from ..namespaces.base import HOST_TYPES
 from . import refcapsule as rc
+from .adapters.builtin import ref_consume
+from .adapters.tensorflow import TensorFlowLib
 from .cases import BY_ID, Case
 from .libraries import (
+    LIBRARY_OF_MODULE,
     Library,
     Observed,
-    TensorFlowLib,
     Unsupported,
     by_name,
     observe,
-    ref_consume,
     reference,
 )
 
@@ -674,27 +675,13 @@ def _lib_of(e: BaseException) -> str:
     return (type(e).__module__ or "").split(".")[0]
 
 
-_MODULE_LIB = {
-    "jaxlib": "jax",
-    "jax": "jax",
-    "torch": "torch",
-    "pyarrow": "pyarrow",
-    "dpctl": "dpnp",
-    "dpnp": "dpnp",
-    "numpy": "numpy",
-    "tvm_ffi": "tvm_ffi",
-    "array_api_strict": "array_api_strict",
-    "tensorflow": "tensorflow",
-}
-
-
 def _exception_fault(e: BaseException, pname: str, cname: str, src: Source, case: Case) -> str:
     """Who raised it: the library whose module defines the exception, else ask the producer."""
     if cname == "dlpack-ref":
         return "producer"
     if pname == "dlpack-ref":
         return "consumer"
-    lib = _MODULE_LIB.get(_lib_of(e))
+    lib = LIBRARY_OF_MODULE.get(_lib_of(e))
     if lib == pname and lib != cname:
         return "producer"
     if lib == cname and lib != pname:

@@ -3,8 +3,10 @@
 One :class:`Namespace` per library, each in the module of its family (``numpy``, ``torch``,
 ``jax``, ``arrow``, ``sycl``, ``cuda``, ``tensorflow``, ``paddle``, ``mlx``, ``warp``, ``tvm``,
 ``dlbridge``) with the peer facts it encodes, measured against the peer (versions in its
-docstring); :mod:`.registry` lists them (``NAMES``) and resolves ``"np"``, ``numpy`` (the
-module), ``"jax.numpy"``... to the same namespace (:func:`get`). The planner of
+docstring); :mod:`.registry` finds them in the package's modules (``NAMES``, in the order of
+their ``rank``) and resolves ``"np"``, ``numpy`` (the module), ``"jax.numpy"``... to the same
+namespace (:func:`get`). The checker's adapter of each is in the module of the same name in
+:mod:`dlbridge.check.adapters`. The planner of
 :func:`dlbridge.convert` asks a namespace what its DLPack consumer can take (devices, dtypes,
 layouts, the read-only flag) and how to hand it a :class:`dlbridge.Tensor`; it asks the source's
 namespace about framework state DLPack cannot carry (torch's autograd and lazy bits, JAX arrays

@@ -27,6 +27,8 @@ class PyArrow(Namespace):
 
     name = module = pip = "pyarrow"
     aliases = ("pyarrow", "pa")
+    rank = 5
+    importer = "pyarrow.array (Tensor.__arrow_array__)"
     immutable = True
     result = "pyarrow.Array"
 
@@ -76,6 +78,8 @@ class Pandas(Namespace):
 
     name = module = pip = "pandas"
     aliases = ("pandas", "pd")
+    rank = 14
+    importer = "pandas.Series / pandas.DataFrame over numpy.from_dlpack"
     result = "pandas.Series (1-D) or pandas.DataFrame (2-D)"
     noun = "object"
 

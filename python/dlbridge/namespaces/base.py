@@ -79,7 +79,8 @@ class State:
 
 
 class Namespace:
-    """What dlbridge knows about one array library. Subclasses fill in the facts."""
+    """What dlbridge knows about one array library. Subclasses fill in the facts; the registry
+    finds every subclass with a ``name`` in the package's modules."""
 
     name = ""
     module = ""
@@ -87,6 +88,10 @@ class Namespace:
     modules: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     pip = ""
+    #: the place in the registry's order (``NAMES``, error messages, the order in which
+    #: :func:`owner` asks): the libraries of the first release hold 1 to 14; a new one keeps
+    #: this default and comes after them, by name
+    rank = 100
     #: a read-only source can reach this library zero-copy and stay read-only (its arrays carry
     #: the flag or are immutable, and its from_dlpack accepts read-only data). False: a
     #: read-only source needs a copy under ``copy=None`` and is refused under ``copy=False``
@@ -102,6 +107,8 @@ class Namespace:
     result = ""
     #: what the library calls its arrays, for messages
     noun = "array"
+    #: the import a zero-copy plan names (empty: ``<name>.from_dlpack``)
+    importer = ""
 
     def __init__(self) -> None:
         self._mod: Any = None

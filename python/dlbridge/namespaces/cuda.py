@@ -13,6 +13,7 @@ class CuPy(Namespace):
     # libraries); cupy-cuda12x would need a separate CUDA 12 toolkit.
     pip = "cupy-cuda13x"
     aliases = ("cupy", "cp")
+    rank = 8
     alias_readonly = False
     readonly_why = "CuPy arrays have no read-only flag"
     has_host = False

@@ -12,6 +12,7 @@ class Dlbridge(Namespace):
     name = module = pip = "dlbridge"
     noun = "tensor"
     aliases = ("dlbridge",)
+    rank = 10
     result = "dlbridge.Tensor"
 
     def installed(self):

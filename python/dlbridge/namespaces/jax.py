@@ -38,6 +38,8 @@ class Jax(Namespace):
     pip = "jax[cpu]"
     modules = ("jax.numpy",)
     aliases = ("jax", "jax.numpy", "jnp")
+    rank = 3
+    importer = "jax.numpy.from_dlpack"
     immutable = True
     readonly_why = (
         "this JAX's jnp.from_dlpack asks for legacy DLPack capsules only, which cannot carry "

@@ -22,6 +22,7 @@ class Mlx(Namespace):
     pip = "mlx[cpu]"
     modules = ("mlx",)
     aliases = ("mlx", "mlx.core", "mx")
+    rank = 12
     result = "mlx.core.array"
     #: dtypes MLX holds (on the CPU; its GPU has no float64); the checker's MLX producer reads
     #: the same list

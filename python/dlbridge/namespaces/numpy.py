@@ -19,6 +19,7 @@ from .base import BASIC_DTYPES, FLOAT8, SUBBYTE, Device, Namespace, has_ml_dtype
 class NumPy(Namespace):
     name = module = pip = "numpy"
     aliases = ("np", "numpy")
+    rank = 1
     result = "numpy.ndarray"
 
     def owns(self, x):
@@ -105,6 +106,7 @@ class ArrayApiStrict(Namespace):
     name = module = "array_api_strict"
     pip = "array-api-strict"
     aliases = ("array_api_strict", "xps")
+    rank = 7
     result = "array_api_strict.Array"
 
     def owns(self, x):

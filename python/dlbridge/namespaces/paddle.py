@@ -24,6 +24,7 @@ class Paddle(Namespace):
     pip = "paddlepaddle"
     noun = "tensor"
     aliases = ("paddle", "paddlepaddle")
+    rank = 11
     alias_readonly = False
     readonly_why = (
         "paddle tensors cannot be read-only (paddle.from_dlpack ignores the READ_ONLY flag and "

@@ -1,32 +1,45 @@
 """The registry of namespaces: :func:`get` a namespace by module or name, the :func:`owner` of
 an array, a :func:`device_helper` for devices dlbridge cannot reach, the :func:`installed`
-ones."""
+ones.
+
+It lists no library itself: every :class:`Namespace` subclass with a ``name`` defined in a
+module of this package is one (a new library is its module and nothing else), in the order of
+their ``rank``."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+from pathlib import Path
 from typing import Any
 
 from .._native import Device
-from .arrow import Pandas, PyArrow
 from .base import Namespace
-from .cuda import CuPy
-from .dlbridge import Dlbridge
-from .jax import Jax
-from .mlx import Mlx
-from .numpy import ArrayApiStrict, NumPy
-from .paddle import Paddle
-from .sycl import Dpnp
-from .tensorflow import TensorFlow
-from .torch import Torch
-from .tvm import TvmFfi
-from .warp import Warp
 
-#: every library dlbridge knows, one row each (each class holds its library's facts)
-_CLASSES: list[type[Namespace]] = [
-    NumPy, Torch, Jax, Dpnp, PyArrow, TensorFlow, ArrayApiStrict, CuPy, TvmFfi, Dlbridge,
-    Paddle, Mlx, Warp, Pandas,
-]
-_INSTANCES: dict[str, Namespace] = {cls.name: cls() for cls in _CLASSES}
+_PACKAGE = __name__.rpartition(".")[0]
+#: the modules of the package that hold no library
+_NOT_LIBRARIES = frozenset({"base", "registry"})
+
+
+def _discover() -> list[type[Namespace]]:
+    """The library classes of the package's modules (each imports no library: cheap)."""
+    found: list[type[Namespace]] = []
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if info.name in _NOT_LIBRARIES:
+            continue
+        module = importlib.import_module(f"{_PACKAGE}.{info.name}")
+        found += [
+            cls
+            for cls in vars(module).values()
+            if isinstance(cls, type)
+            and issubclass(cls, Namespace)
+            and cls.__module__ == module.__name__  # not one imported from another module
+            and cls.name
+        ]
+    return sorted(found, key=lambda cls: (cls.rank, cls.name))
+
+
+_INSTANCES: dict[str, Namespace] = {cls.name: cls() for cls in _discover()}
 _ALIASES: dict[str, Namespace] = {
     alias: ns for ns in _INSTANCES.values() for alias in (ns.name, *ns.aliases)
 }
@@ -35,6 +48,7 @@ _MODULES = {
     module: ns.name for ns in _INSTANCES.values() for module in (ns.module, *ns.modules)
 }
 
+#: the names of every library dlbridge knows, in the order of their ``rank``
 NAMES: tuple[str, ...] = tuple(_INSTANCES)
 
 
@@ -67,11 +81,10 @@ def owner(x: Any) -> Namespace | None:
 
 def device_helper(device: Device) -> Namespace | None:
     """An installed library that can copy data on ``device``, which dlbridge cannot reach
-    itself (dpnp for oneAPI devices)."""
-    for name in ("dpnp", "cupy"):
-        ns = _INSTANCES[name]
+    itself (dpnp for oneAPI devices): one whose namespace makes copies on its devices."""
+    for ns in _INSTANCES.values():
         overrides = type(ns).copy_on_device is not Namespace.copy_on_device
-        if ns.installed() and ns.can_hold(device) and overrides:
+        if overrides and ns.installed() and ns.can_hold(device):
             return ns
     return None
 

@@ -18,6 +18,7 @@ class Dpnp(Namespace):
     name = module = "dpnp"
     pip = "dpnp intel-opencl-rt"
     aliases = ("dpnp",)
+    rank = 4
     has_host = False
     result = "dpnp.ndarray"
 

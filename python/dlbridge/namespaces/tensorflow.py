@@ -14,6 +14,8 @@ class TensorFlow(Namespace):
     noun = "tensor"
     pip = "tensorflow-cpu"
     aliases = ("tensorflow", "tf")
+    rank = 6
+    importer = "tf.experimental.dlpack.from_dlpack (legacy capsule)"
     alias_readonly = False
     readonly_why = (
         "tf.experimental.dlpack.from_dlpack takes legacy capsules only, which cannot carry "

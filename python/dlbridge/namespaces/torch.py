@@ -17,6 +17,7 @@ class Torch(Namespace):
     name = module = pip = "torch"
     noun = "tensor"
     aliases = ("torch",)
+    rank = 2
     alias_readonly = False
     readonly_why = (
         "torch tensors cannot be read-only (torch.from_dlpack ignores the READ_ONLY flag and "

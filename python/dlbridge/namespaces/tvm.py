@@ -15,6 +15,7 @@ class TvmFfi(Namespace):
     noun = "tensor"
     pip = "apache-tvm-ffi"
     aliases = ("tvm_ffi", "tvm")
+    rank = 9
     alias_readonly = False
     readonly_why = "tvm_ffi tensors have no read-only flag (kernels may write them)"
     result = "tvm_ffi.Tensor"

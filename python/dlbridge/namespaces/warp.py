@@ -21,6 +21,7 @@ class Warp(Namespace):
     module = "warp"
     pip = "warp-lang"
     aliases = ("warp", "wp")
+    rank = 13
     alias_readonly = False
     readonly_why = (
         "wp.from_dlpack asks for legacy DLPack capsules only, which cannot carry the read-only "

@@ -1,0 +1,323 @@
+"""The base of every checker adapter: :class:`Library`, the :class:`Recipe` of a source
+array and its NumPy :func:`reference`, what the checker :class:`Observed` of a result, and the
+helpers the adapters share."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...namespaces.base import Namespace
+from .. import refcapsule as rc
+
+
+class Unsupported(Exception):
+    """The library cannot express this case (dtype, layout, flag or argument)."""
+
+
+# ----------------------------------------------------------------------------- recipes
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to build the source array: a C- or F-ordered base, then view operations.
+
+    ``ops`` items: ``("T",)`` reverse the axes; ``("ix", (slice, ...))`` basic indexing;
+    ``("broadcast", shape)`` a zero-stride view; ``("misalign",)`` data at an odd address;
+    ``("shift8",)`` data 8 bytes past a 64-byte boundary (element-aligned, not 64-aligned).
+    """
+
+    dtype: str = "float64"
+    shape: tuple[int, ...] = (3, 4)
+    order: str = "C"
+    ops: tuple = ()
+    readonly: bool = False
+
+    @property
+    def plain(self) -> bool:
+        """No view operations: what libraries without strides (JAX) can express."""
+        return not self.ops and (self.order == "C" or len([n for n in self.shape if n > 1]) <= 1)
+
+
+ALIGN = 64  # source buffers start on a 64-byte boundary: results do not depend on the allocator
+
+
+def aligned_empty(
+    shape: tuple[int, ...], dt: np.dtype, order: str = "C", shift: int = 0
+) -> np.ndarray:
+    """An uninitialised array whose first byte is ``shift`` bytes past a 64-byte boundary."""
+    n = math.prod(shape) * dt.itemsize
+    raw = np.empty(n + ALIGN + shift, dtype=np.uint8)
+    start = (-raw.__array_interface__["data"][0]) % ALIGN + shift
+    flat = raw[start : start + n].view(dt)
+    if order == "F":
+        return flat.reshape(tuple(reversed(shape))).T if shape else flat.reshape(shape)
+    return flat.reshape(shape)
+
+
+def det_values(dtype: str, shape: tuple[int, ...], order: str = "C", shift: int = 0) -> np.ndarray:
+    """Deterministic, distinct-ish values that every dtype represents exactly, in a 64-byte
+    aligned buffer (plus ``shift`` bytes)."""
+    dt = rc.np_dtype(dtype)
+    if dt.name != dtype:  # the raw-bytes stand-in of refcapsule.np_dtype: no ml_dtypes
+        raise Unsupported(f"{dtype} needs ml_dtypes (pip install ml_dtypes)")
+    n = math.prod(shape)
+    v = np.arange(n, dtype=np.int64)
+    if dtype == "bool":
+        a = (v % 3) == 0
+    elif dtype.startswith("complex"):
+        a = ((v % 50) - 20).astype(np.float64) + 1j * ((v % 7) - 3).astype(np.float64)
+    elif dtype.startswith("uint"):
+        a = (v * 7 + 3) % 250
+    elif dtype.startswith("int"):
+        a = ((v * 7 + 3) % 120) - 60
+    else:  # float16/32/64, bfloat16, float8: small halves are exact everywhere
+        a = (((v * 5 + 3) % 16) - 8).astype(np.float64) * 0.5
+    out = aligned_empty(shape, dt, order, shift)
+    out[...] = np.asarray(a).astype(dt).reshape(shape, order="F" if order == "F" else "C")
+    return out
+
+
+def apply_ops(x: np.ndarray, ops: tuple) -> np.ndarray:
+    for op in ops:
+        if op[0] == "T":
+            x = x.T
+        elif op[0] == "ix":
+            x = x[op[1]]
+        elif op[0] == "broadcast":
+            x = np.broadcast_to(x, op[1])
+        elif op[0] in ("misalign", "shift8"):
+            y = aligned_empty(x.shape, x.dtype, "C", 1 if op[0] == "misalign" else 8)
+            y[...] = x
+            x = y
+        else:  # pragma: no cover
+            raise ValueError(op)
+    return x
+
+
+def reference(recipe: Recipe) -> np.ndarray:
+    """The NumPy array every producer must reproduce (values, dtype, shape and layout)."""
+    base = det_values(recipe.dtype, recipe.shape, recipe.order)
+    x = apply_ops(base, recipe.ops)
+    if recipe.readonly and x.flags.writeable:
+        x = x.view()
+        x.flags.writeable = False
+    return x
+
+
+# ----------------------------------------------------------------------------- observations
+
+
+@dataclass
+class Observed:
+    """What the checker could see of a result array."""
+
+    dtype: str | None = None
+    shape: tuple[int, ...] | None = None
+    values: np.ndarray | None = None  # C-order copy (host) or None
+    ptr: int | None = None  # address of the first element
+    writable: bool | None = None  # None: the library cannot say
+    device: tuple[int, int] | None = None
+    strides: tuple[int, ...] | None = None  # in elements
+    is_copied: bool | None = None
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # spec violations seen while reading
+    kind: str = ""
+
+
+def dlpack_device(x: Any) -> tuple[int, int] | None:
+    try:
+        d = x.__dlpack_device__()
+        return (int(d[0]), int(d[1]))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def from_capsule_info(obs: Observed, info: rc.CapsuleInfo) -> None:
+    obs.values = info.values
+    if obs.dtype is None:
+        obs.dtype = info.dtype
+    if obs.shape is None:
+        obs.shape = info.shape
+    if obs.strides is None:
+        obs.strides = info.element_strides
+
+
+def observe_numpy(y: np.ndarray) -> Observed:
+    return Observed(
+        kind="numpy.ndarray",
+        dtype=y.dtype.name,
+        shape=tuple(y.shape),
+        values=np.array(y, copy=True, order="C"),
+        ptr=y.__array_interface__["data"][0] if y.size else None,
+        writable=bool(y.flags.writeable),
+        device=(1, 0),
+        strides=tuple(s // y.itemsize for s in y.strides) if y.itemsize else None,
+    )
+
+
+def observe_capsule_of(y: Any, kind: str, writable: bool | None) -> Observed:
+    """Read a result through its own DLPack export (the reference consumer)."""
+    obs = Observed(kind=kind)
+    info = rc.read_object(y)
+    from_capsule_info(obs, info)
+    obs.ptr = info.data_ptr if info.size else None
+    obs.device = info.device
+    obs.writable = writable
+    return obs
+
+
+class RefResult:
+    """What the reference consumer returns: the capsule's description and a copy."""
+
+    def __init__(self, info: rc.CapsuleInfo, problems: list[str]) -> None:
+        self.info = info
+        self.problems = problems
+
+
+# ----------------------------------------------------------------------------- adapters
+
+
+class Library:
+    """Base adapter. Subclasses set the class attributes and override what they support.
+
+    An adapter of a library dlbridge converts to names its namespace class in the class
+    statement (``class TorchLib(Library, namespace=Torch)``) and takes from it the name, the
+    module and the pip spec: data, never the namespace's conclusions (see the package's
+    docstring). The checker's own libraries (Arrow-only producers, the built-in ones) set them
+    here.
+    """
+
+    name = ""
+    module = ""  # import name
+    dist = ""  # distribution name for the version
+    #: several distributions that install the module (the first installed one names the version)
+    dists: tuple[str, ...] = ()
+    pip = ""  # install hint
+    producer = True
+    consumer = True
+    builtin = False  # part of the checker (always available)
+    #: True when results of ``consume`` can be read-only (so aliasing read-only data is safe).
+    readonly_results = False
+    #: device types the consumer can hold without copying to the host
+    devices: frozenset[int] = frozenset({1})
+    #: can the consumer pass ``device=`` / ``copy=``?
+    takes_kwargs = True
+    #: importing the library takes seconds: the checker runs its consumer units in one worker
+    slow_import = False
+    note = ""
+    #: the place in the checker's order (reports, ``--libraries`` runs): the adapters of the
+    #: first release hold 1 to 18; a new one keeps this default and comes after them, by name
+    #: (the built-in ones always last)
+    rank = 100
+    #: top-level modules of the types of the arrays that :meth:`read_result` reads (a consumer
+    #: may return another library's array: results are read by their type, not by who made them)
+    result_modules: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, namespace: type[Namespace] | None = None, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if namespace is not None:  # strings only: the adapter keeps no way to ask the planner
+            cls.name, cls.module, cls.pip = namespace.name, namespace.module, namespace.pip
+            cls.dist = namespace.pip.split()[0].split("[")[0]  # "jax[cpu]": the "jax" wheel
+
+    def __init__(self) -> None:
+        self._mod: Any = None
+
+    # discovery
+    def installed(self) -> bool:
+        if self.builtin:
+            return True
+        try:
+            return importlib.util.find_spec(self.module) is not None
+        except (ImportError, ValueError):
+            return False
+
+    def version(self) -> str:
+        for dist in self.dists or (self.dist or self.module,):
+            try:
+                return importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        return str(getattr(self.load(), "__version__", "?"))
+
+    def load(self) -> Any:
+        if self._mod is None:
+            self._mod = importlib.import_module(self.module)
+            self.setup()
+        return self._mod
+
+    def setup(self) -> None:
+        """Called once after the first import."""
+
+    # producer side
+    def make(self, recipe: Recipe, ref: np.ndarray) -> Any:
+        raise Unsupported(f"{self.name} is not a producer")
+
+    def src_readonly(self, x: Any) -> bool:
+        """Is the producer's array read-only (must not be written through any alias)?"""
+        return False
+
+    def src_ptr(self, x: Any) -> int | None:
+        info = rc.probe(x)
+        return info.data_ptr if info is not None else None
+
+    def src_device(self, x: Any) -> tuple[int, int]:
+        return dlpack_device(x) or (1, 0)
+
+    # consumer side
+    def device_arg(self, which: str) -> Any:
+        """The library's spelling of a device: ``"cpu"`` or ``"native"`` (its default)."""
+        if which == "cpu":
+            return "cpu"
+        raise Unsupported(f"{self.name} has no default device object")
+
+    def from_dlpack(self, obj: Any, **kw: Any) -> Any:
+        raise NotImplementedError
+
+    def consume(self, obj: Any, *, device: str | None = None, copy: bool | None = None) -> Any:
+        kw: dict[str, Any] = {}
+        if device is not None:
+            kw["device"] = self.device_arg(device)
+        if copy is not None:
+            kw["copy"] = copy
+        if kw and not self.takes_kwargs:
+            raise Unsupported(f"{self.name}'s from_dlpack has no device= / copy= arguments")
+        return self.from_dlpack(obj, **kw)
+
+    def reduce(self, y: Any) -> complex:
+        """Sum with the library that owns the result (a consumer may return another library's
+        array)."""
+        if isinstance(y, np.ndarray):
+            return complex(np.sum(y))
+        return self.native_reduce(y)
+
+    def native_reduce(self, y: Any) -> complex:
+        raise Unsupported(f"no reduction for {self.name}")
+
+    @staticmethod
+    def read_result(y: Any) -> Observed:
+        """What the checker sees of ``y``, an array of one of ``result_modules``."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+def ops_view(x: Any, recipe: Recipe, *, transpose, index, broadcast=None) -> Any:
+    """Apply the recipe's view operations with the library's own view functions."""
+    for op in recipe.ops:
+        if op[0] == "T":
+            x = transpose(x)
+        elif op[0] == "ix":
+            x = index(x, op[1])
+        elif op[0] == "broadcast" and broadcast is not None:
+            x = broadcast(x, op[1])
+        else:
+            raise Unsupported(f"not expressible: {op[0]}")
+    return x
