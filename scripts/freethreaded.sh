@@ -13,8 +13,9 @@
 #   2. makes a venv there ($DLBRIDGE_FT_DIR/venv) and upgrades in it, on every run, the test
 #      tools and every peer of requirements-test.txt that has a free-threaded wheel; the peers
 #      without one are listed (their tests skip, as on any machine without them);
-#   3. builds the cp314t wheel (build_dist.sh linux-x86_64-cp314t, warnings as errors) and
-#      installs it into the venv, so the suite tests the wheel that ships;
+#   3. builds the cp314t wheel (build_dist.sh linux-x86_64-cp314t, warnings as errors),
+#      installs it with NumPy into a fresh venv and uses it there, then installs it into the
+#      venv of step 2, so the suite tests the wheel that ships;
 #   4. checks that `import dlbridge` with numpy, torch, jax, pyarrow, ml_dtypes and pandas
 #      leaves the GIL off, runs the main job (python -m dlbridge check; it must exit 0), then
 #      pytest with PYTHON_GIL=0 (so that a peer that turns the GIL back on when imported,
@@ -104,7 +105,25 @@ cd "$REPO"
 wheel_dir="$WORK/wheel"
 rm -rf "$wheel_dir"
 DLBRIDGE_DIST_DIR="$wheel_dir" bash scripts/build_dist.sh linux-x86_64-cp314t >&2
-"$VPY" -m pip install -q --force-reinstall --no-deps "$wheel_dir"/dlbridge-*-cp314t-*.whl
+wheel="$(ls "$wheel_dir"/dlbridge-*-cp314t-*.whl)"
+# As a user gets it: the wheel alone into a fresh venv (pip must pick it for 3.14t), with NumPy.
+fresh="$(mktemp -d)"
+"$PY" -m venv "$fresh/venv"
+"$fresh/venv/bin/python" -m pip install -q --only-binary=:all: "$wheel" numpy
+(cd "$fresh" && "$fresh/venv/bin/python" -W error::RuntimeWarning - <<'EOF'
+import sys
+import numpy as np
+import dlbridge
+a = np.arange(12.0).reshape(3, 4)[:, ::-1]
+t = dlbridge.from_dlpack(a)
+assert np.array_equal(np.from_dlpack(t), a) and t.data_ptr == a.__array_interface__["data"][0]
+assert dlbridge.convert(t, "numpy", copy=True).flags.c_contiguous
+assert not sys._is_gil_enabled(), "the GIL came back"
+print(f"freethreaded: the cp314t wheel works in a fresh venv ({dlbridge.__file__})", file=sys.stderr)
+EOF
+)
+rm -rf "$fresh"
+"$VPY" -m pip install -q --force-reinstall --no-deps "$wheel"
 
 # 4. The GIL stays off with dlbridge and the peers imported; then the suite, GIL off.
 "$VPY" -W error::RuntimeWarning - <<'EOF'
