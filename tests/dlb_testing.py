@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import math
+import os
 import struct
+import subprocess
 import sys
 from collections.abc import Callable
 
@@ -300,22 +304,54 @@ def skip_unless_usable(name: str) -> None:
 CHECKER_SMOKE_CASES = "dtype/float32,dtype/float64,layout/transposed"
 
 
-def run_checker(tmp_path, libraries: str, cases: str) -> tuple[dict, dict]:
-    """``python -m dlbridge check --libraries LIBRARIES --cases CASES`` in a subprocess, which
-    must exit 0: the JSON report, and its results by (producer, consumer, case, route)."""
-    import json
-    import subprocess
+#: the folder whose sitecustomize simulates dlbridge crashing or hanging in the checker's workers
+CHECKER_FAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checker_faults")
 
+
+@dataclasses.dataclass
+class CheckerRun:
+    """What one ``python -m dlbridge check`` run gave."""
+
+    proc: subprocess.CompletedProcess
+    doc: dict | None  # the JSON report (None when the run wrote none)
+    page: str | None  # the HTML report, when asked for
+
+    @property
+    def output(self) -> str:
+        return self.proc.stdout + self.proc.stderr
+
+    @property
+    def results(self) -> dict[tuple[str, str, str, str], dict]:
+        """The results by (producer, consumer, case, route)."""
+        assert self.doc is not None, self.output[-3000:]
+        return {(r["producer"], r["consumer"], r["case"], r["route"]): r
+                for r in self.doc["results"]}
+
+
+def run_checker(tmp_path, *args: str, expect: int | None = 0, html: bool = False,
+                python: str = sys.executable, env: dict[str, str] | None = None,
+                cwd=None, crash: str | None = None, hang: str | None = None,
+                timeout: float = 600) -> CheckerRun:
+    """``python -m dlbridge check ARGS --json FILE -q`` (and ``--html FILE``) in a subprocess,
+    the one way the tests run the checker. ``expect``: the exit status it must have (None: any);
+    ``env``: its whole environment (default: this one's); ``crash`` / ``hang``: a unit
+    (``producer|consumer|case``) whose dlbridge route aborts or hangs in dlbridge.from_dlpack."""
     out = tmp_path / "check.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "dlbridge", "check", "--libraries", libraries, "--cases", cases,
-         "--json", str(out), "-q"],
-        capture_output=True, text=True, timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    doc = json.loads(out.read_text())
-    by = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in doc["results"]}
-    return doc, by
+    page = tmp_path / "check.html"
+    cmd = [python, "-m", "dlbridge", "check", *args, "--json", str(out), "-q"]
+    if html:
+        cmd += ["--html", str(page)]
+    env = dict(os.environ if env is None else env)
+    if crash or hang:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [CHECKER_FAULTS, env.get("PYTHONPATH")]))
+        env.update(DLBRIDGE_CHECK_TEST_CRASH=crash or "", DLBRIDGE_CHECK_TEST_HANG=hang or "")
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=cwd)
+    run = CheckerRun(proc, json.loads(out.read_text()) if out.exists() else None,
+                     page.read_text() if html and page.exists() else None)
+    if expect is not None:
+        assert proc.returncode == expect, (proc.returncode, run.output[-6000:])
+    return run
 
 
 class SameCapsule:

@@ -4,10 +4,9 @@ that exist, and the committed ``docs/cases.md`` is exactly what the renderer wri
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
+from dlb_testing import run_checker
 from dlbridge.check import catalog
 from dlbridge.check.cases import CASES, NOT_COVERED
 
@@ -21,14 +20,8 @@ def test_committed_page_is_the_rendered_catalog():
     )
 
 
-def test_cli_prints_the_catalog():
-    out = subprocess.run(
-        [sys.executable, "-m", "dlbridge", "check", "--catalog"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
+def test_cli_prints_the_catalog(tmp_path):
+    out = run_checker(tmp_path, "--catalog", timeout=120).proc
     assert out.stdout == catalog.markdown()
 
 

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from dlb_testing import run_checker
+
 REPO = Path(__file__).resolve().parent.parent
 
 pytestmark = [
@@ -36,6 +38,7 @@ pytestmark = [
     ),
     # a cold release build (the first test's setup) takes minutes on two cores
     pytest.mark.timeout(1200),
+    pytest.mark.slow,
 ]
 
 
@@ -90,7 +93,7 @@ def test_wheel_is_one_abi3_manylinux2014_wheel(dist):
     assert "dlbridge/py.typed" in names and "dlbridge/__init__.pyi" in names
     # the pure-Python modules and subpackages (python-source = "python" takes the whole tree)
     for module in ("_layout.py", "plan.py", "namespaces/__init__.py", "namespaces/torch.py",
-                   "check/worker.py"):
+                   "check/worker.py", "check/report.schema.json"):
         assert f"dlbridge/{module}" in names, module
     assert any(n.endswith("licenses/LICENSE-MIT") for n in names)
     assert any(n.endswith("licenses/LICENSE-APACHE") for n in names)
@@ -196,13 +199,9 @@ def test_checker_with_numpy_alone(fresh_venv, tmp_path):
         fresh_venv, "-m", "pip", "install", "--disable-pip-version-check", f"numpy=={numpy_version}"
     )
     assert added.returncode == 0, added.stdout + added.stderr
-    out = tmp_path / "check.json"
-    checked = run(
-        fresh_venv, "-m", "dlbridge", "check", "--quiet", "--json", out, cwd=tmp_path, timeout=600
-    )
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "numpy" in checked.stdout and "Traceback" not in checked.stdout + checked.stderr
-    doc = json.loads(out.read_text())
+    checked = run_checker(tmp_path, python=fresh_venv, env=CLEAN_ENV, cwd=tmp_path)
+    assert "numpy" in checked.proc.stdout and "Traceback" not in checked.output
+    doc = checked.doc
     peers = set(doc["libraries"]) - {"python", "dlpack-ref"}
     assert peers == {"numpy"}, doc["libraries"]
     statuses = {r["status"] for r in doc["results"]}

@@ -9,7 +9,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     usage = (
         "usage: python -m dlbridge check [--libraries numpy,torch] [--cases dtype,layout/*,C18] "
-        "[--json FILE] [--html FILE]\n"
+        "[--json FILE] [--html FILE] [--fail-on LIB]\n"
         "  check   exchange arrays between every pair of installed libraries, directly and through "
         "dlbridge, and report what works (python -m dlbridge check --help)"
     )

@@ -265,8 +265,10 @@ def test_convert_copies_negative_strides_before_jax():  # C1
         dlbridge.convert(a, "jax", copy=False)
 
 
+@pytest.mark.slow
 def test_checker_records_negative_strides_against_jax(tmp_path):  # C1
-    _, results = run_checker(tmp_path, "numpy,jax", "layout/neg_rows")
+    run = run_checker(tmp_path, "--libraries", "numpy,jax", "--cases", "layout/neg_rows")
+    results = run.results
     rows = [r for (p, c, _, _), r in results.items() if (p, c) == ("numpy", "jax")]
     assert {r["route"] for r in rows} == {"direct", "dlbridge"}
     for r in rows:  # JAX's refusal is not a BufferError: a finding against JAX, not dlbridge

@@ -6,7 +6,8 @@ For every producer x consumer pair of the installed libraries and every case of 
 (``consumer.from_dlpack(dlbridge.from_dlpack(x))``) in isolated worker processes, checks
 values at every index, dtype, shape, aliasing, read-only status and exception types, and reports
 a terminal summary, ``--json`` and ``--html``. The exit status is 1 when dlbridge itself fails a
-case, 0 otherwise (whatever the peer libraries do).
+case, 3 when it fails none but a library named by ``--fail-on`` has findings against it, 2 for a
+usage error, 0 otherwise (whatever the other peer libraries do).
 
 Cases name the entries of dlbridge's catalog of real-world cases (C1 to C59,
 :mod:`dlbridge.check.catalog`, printed by ``--catalog``) that they exercise; the reports link to
@@ -25,7 +26,7 @@ from typing import Any
 
 from . import report
 from .cases import CASES, select
-from .libraries import ALL_LIBRARIES, discover, discover_unadapted, not_installed_unadapted
+from .libraries import ALL_LIBRARIES, discover
 
 __all__ = ["main", "run_check"]
 
@@ -34,7 +35,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m dlbridge check",
         description="Exchange arrays between every pair of installed array libraries, directly and "
-        "through dlbridge, and report what works. Exit status 1 when dlbridge itself fails a case.",
+        "through dlbridge, and report what works. Exit status 1 when dlbridge itself fails a "
+        "case, 3 when it fails none but --fail-on names a library with findings against it, "
+        "2 for a usage error.",
     )
     p.add_argument(
         "--libraries",
@@ -46,6 +49,13 @@ def _parser() -> argparse.ArgumentParser:
         "--cases",
         help="comma-separated case ids, globs (layout/*), features (dtype) or catalog cases (C1); "
         "--catalog prints the catalog",
+    )
+    p.add_argument(
+        "--fail-on",
+        metavar="LIB[,LIB...]",
+        help="exit with status 3 when a result is a finding against one of these libraries (as "
+        "producer or consumer), for a library's own CI; findings against the others never change "
+        "the exit status",
     )
     p.add_argument("--json", metavar="FILE", help="write the full results as JSON")
     p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
@@ -82,6 +92,7 @@ def run_check(
     timeout: float = 30.0,
     isolate: str = "producer",
     progress=None,
+    fail_on: list[str] | None = None,
 ) -> tuple[dict, list[str], list[str]]:
     """Run the checker; returns (JSON document, producers, consumers)."""
     import dlbridge
@@ -150,13 +161,11 @@ def run_check(
         "platform": f"{platform.system()} {platform.machine()}",
         "libraries": {d.name: d.version for d in installed},
         "libraries_detail": [d.__dict__ for d in found],
-        "unadapted": discover_unadapted(),
         "not_installed": [
             d.name + (f" ({d.version} {d.reason})" if d.reason else "")
             for d in found
             if not d.installed
-        ]
-        + not_installed_unadapted(),
+        ],
         "cases": len(chosen),
         "options": {
             "libraries": libraries,
@@ -164,11 +173,13 @@ def run_check(
             "jobs": jobs,
             "timeout": timeout,
             "isolate": isolate,
+            "fail_on": fail_on,
         },
         "batch_seconds": timings,
     }
     summary = report.summarize(
-        results, meta["libraries"], duration, producers, consumers, {c.id for c in chosen}
+        results, meta["libraries"], duration, producers, consumers, {c.id for c in chosen},
+        fail_on,
     )
     return report.document(meta, results, summary), producers, consumers
 
@@ -181,6 +192,36 @@ def interpreter() -> str:
         gil_on = getattr(sys, "_is_gil_enabled", lambda: True)()
         return f"{name} free-threaded (GIL {'on' if gil_on else 'off'})"
     return name
+
+
+def _names(arg: str | None) -> list[str] | None:
+    """A comma-separated option as a list (None when not given)."""
+    return [x.strip() for x in arg.split(",") if x.strip()] if arg else None
+
+
+def _usage_error(libs: list[str] | None, fail_on: list[str] | None) -> str | None:
+    """What is wrong with --libraries and --fail-on, if anything (also says on stderr which of
+    the libraries asked for are not installed)."""
+    known = {cls.name for cls in ALL_LIBRARIES}
+    unknown = [x for x in (libs or []) + (fail_on or []) if x not in known]
+    if unknown:
+        return f"unknown libraries: {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+    found = {d.name: d for d in discover(libs)}
+    if libs:
+        absent = [
+            d.name + (f" ({d.reason})" if d.reason else "")
+            for d in found.values()
+            if not d.installed
+        ]
+        if absent:
+            print(f"not installed (skipped): {', '.join(absent)}", file=sys.stderr)
+    unchecked = [x for x in fail_on or [] if x not in found or not found[x].installed]
+    if unchecked:
+        return (
+            f"--fail-on names libraries this run does not check: {', '.join(unchecked)} "
+            "(not installed here, or not among --libraries)"
+        )
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,29 +241,16 @@ def main(argv: list[str] | None = None) -> int:
         print("python -m dlbridge check runs its cases on Linux and macOS, not on Windows: its "
               "workers are isolated in POSIX process groups (--list-cases and --catalog work)",
               file=sys.stderr)
-        return 2
-    libs = None
-    if args.libraries:
-        libs = [x.strip() for x in args.libraries.split(",") if x.strip()]
-        known = {cls.name for cls in ALL_LIBRARIES}
-        unknown = [x for x in libs if x not in known]
-        if unknown:
-            print(
-                f"unknown libraries: {', '.join(unknown)}; known: {', '.join(sorted(known))}",
-                file=sys.stderr,
-            )
-            return 2
-        absent = [
-            d.name + (f" ({d.reason})" if d.reason else "")
-            for d in discover(libs)
-            if not d.installed
-        ]
-        if absent:
-            print(f"not installed (skipped): {', '.join(absent)}", file=sys.stderr)
+        return report.EXIT_USAGE
+    libs, fail_on = _names(args.libraries), _names(args.fail_on)
+    wrong = _usage_error(libs, fail_on)
+    if wrong:
+        print(wrong, file=sys.stderr)
+        return report.EXIT_USAGE
     cases = [x.strip() for x in args.cases.split(",")] if args.cases else None
     if cases and not select(cases):
         print(f"no case matches {args.cases!r}; see --list-cases", file=sys.stderr)
-        return 2
+        return report.EXIT_USAGE
     show = not args.quiet and sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:
@@ -231,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.flush()
 
     doc, producers, consumers = run_check(
-        libs, cases, jobs=args.jobs, timeout=args.timeout, isolate=args.isolate, progress=progress
+        libs, cases, jobs=args.jobs, timeout=args.timeout, isolate=args.isolate,
+        progress=progress, fail_on=fail_on,
     )
     if show:
         sys.stderr.write("\r" + " " * 40 + "\r")

@@ -12,6 +12,7 @@ the only right answer is a refusal, why (``refuse``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .libraries import Recipe
 
@@ -72,511 +73,155 @@ DTYPES = [
 ]
 
 
+F64 = "float64"
+#: the default source: a C-contiguous (3, 4) float64 array
+PLAIN = Recipe()
+
+
+def _case(case_id: str, title: str, refs: tuple[str, ...] = (), recipe: Recipe = PLAIN,
+          **options: Any) -> Case:
+    """One row of the table: the feature is the part of the id before the slash."""
+    return Case(case_id, case_id.split("/")[0], title, refs, recipe, **options)
+
+
+def _ix(dtype: str, shape: tuple[int, ...], *index: slice, readonly: bool = False) -> Recipe:
+    """A view ``x[index]`` of a C-ordered array."""
+    return Recipe(dtype, shape, ops=(("ix", index),), readonly=readonly)
+
+
+#: the sources several rows share
+TRANSPOSED = Recipe(F64, (3, 4), ops=(("T",),))
+NEG_COLS = _ix(F64, (3, 4), S(None), S(None, None, -1))
+STEP_2D = _ix(F64, (4, 6), S(None, None, 2), S(None, None, 3))
+MISALIGNED = Recipe(F64, (6,), ops=(("misalign",),))
+READ_ONLY = Recipe(F64, (3, 4), readonly=True)
+RO_REFS = ("C12", "C14", "C15", "C16")
+LEGACY_READ_ONLY = "a legacy capsule cannot say read-only, so the producer must refuse it or " \
+    "hand out a copy (C13)"
+REF = ("dlpack-ref",)
+
+#: (name, title, refs, recipe) of the layout/ cases
+LAYOUTS: list[tuple[str, str, tuple[str, ...], Recipe]] = [
+    ("contiguous", "C-contiguous (3, 4)", (), PLAIN),
+    ("transposed", "transposed (4, 3) view", (), TRANSPOSED),
+    ("fortran", "Fortran-ordered (4, 250) float32", ("C3",), Recipe("float32", (4, 250), "F")),
+    ("neg_cols", "x[:, ::-1] (negative column stride)", ("C1",), NEG_COLS),
+    ("neg_rows", "x[::-1] (negative row stride)", ("C1",), _ix(F64, (4, 3), S(None, None, -1))),
+    ("flip_1d", "flip of a 1-D array", ("C2",), _ix(F64, (10,), S(None, None, -1))),
+    ("step_1d", "x[::2] (step slice)", (), _ix(F64, (12,), S(None, None, 2))),
+    ("step_2d", "x[::2, ::3]", (), STEP_2D),
+    ("offset_1d", "x[3:] (offset)", (), _ix(F64, (10,), S(3, None))),
+    ("offset_2d", "x[1:, 2:] (offset, not contiguous)", (),
+     _ix(F64, (4, 6), S(1, None), S(2, None))),
+    ("scalar_0d", "0-d array", ("C8",), Recipe(F64, ())),
+    ("zero_size", "zero-size (0, 3)", ("C9",), Recipe(F64, (0, 3))),
+    ("zero_size_wide", "zero-size (0, 2048)", ("C10",), Recipe("float32", (0, 2048))),
+    ("zero_size_strided", "zero-size (0, 3) view with steps (contiguous all the same)", ("C57",),
+     _ix(F64, (0, 6), S(None), S(None, None, 2))),
+    ("size1_column", "(1024, 1) column-major float32 (a size-1 dimension's stride)", ("C59",),
+     Recipe("float32", (1024, 1), "F")),
+    ("size1_dims", "(3, 1, 6, 2) float32, then a reduction", ("C5",),
+     Recipe("float32", (3, 1, 6, 2))),
+    ("size1_leading", "(1, 3, 224, 224) float32 (is C-contiguous)", ("C4",),
+     Recipe("float32", (1, 3, 224, 224))),
+    ("zero_stride", "broadcast view (stride 0)", (),
+     Recipe(F64, (4,), ops=(("broadcast", (3, 4)),))),
+    ("misaligned", "float64 data at an odd address", ("C40",), MISALIGNED),
+]
+
+#: every case after the dtype/ and layout/ rows, in the order of the reports
+ROWS: list[Case] = [
+    _case("layout/misaligned_copy_false", "misaligned float64 data with copy=False", ("C40",),
+          MISALIGNED, copy=False),
+    _case("readonly/contiguous", "read-only (3, 4) array", RO_REFS, READ_ONLY),
+    _case("readonly/1d", "read-only 1-D array", RO_REFS, Recipe(F64, (12,), readonly=True)),
+    _case("readonly/strided", "read-only x[::2, ::3] view", RO_REFS,
+          _ix(F64, (4, 6), S(None, None, 2), S(None, None, 3), readonly=True)),
+    _case("readonly/copy_false", "read-only array with copy=False", RO_REFS, READ_ONLY, copy=False),
+    _case("readonly/copy_true", "read-only array with copy=True", RO_REFS, READ_ONLY, copy=True),
+    _case("copy/true", "copy=True of a contiguous array", copy=True),
+    _case("copy/false", "copy=False of a contiguous array", copy=False),
+    _case("copy/true_transposed", "copy=True of a transposed view", (), TRANSPOSED, copy=True),
+    _case("copy/false_transposed", "copy=False of a transposed view", (), TRANSPOSED, copy=False),
+    _case("copy/false_neg", "copy=False of x[:, ::-1]", ("C1",), NEG_COLS, copy=False),
+    _case("copy/true_1d", "copy=True of a 1-D array", (), Recipe(F64, (12,)), copy=True),
+    _case("copy/false_not64", "copy=False of data 8 bytes past a 64-byte boundary", ("C40",),
+          Recipe(F64, (12,), ops=(("shift8",),)), copy=False),
+    _case("device/cpu", 'device="cpu"', ("C37",), device="cpu"),
+    _case("device/cpu_1d", 'device="cpu" of a 1-D array', ("C37",), Recipe(F64, (12,)),
+          device="cpu"),
+    _case("device/cpu_copy_false", 'device="cpu", copy=False', ("C39",), device="cpu",
+          copy=False),
+    _case("device/cpu_copy_true", 'device="cpu", copy=True', ("C37",), device="cpu", copy=True),
+    _case("device/consumer", "device= the consumer's own default device", ("C38",),
+          device="native"),
+    _case("device/other_device",
+          "data on a non-CPU device, no device= (a CPU consumer must refuse with a hint)",
+          ("C36",), producers=("dpnp", "cupy")),
+    _case("device/tf_gpu_scope",
+          "TensorFlow int32 tensor created under a GPU device scope (must report where its bytes "
+          "are)", ("C31",), Recipe("int32", (3,)), mode="tf_gpu_scope",
+          producers=("tensorflow",)),
+    _case("device/strided_cpu", 'device="cpu" of x[::2, ::3]', ("C37",), STEP_2D, device="cpu"),
+    _case("capsule/legacy", "producer forced to send a legacy (unversioned) capsule", ("C46",),
+          mode="legacy"),
+    _case("capsule/legacy_readonly", "read-only array asked for a legacy capsule", ("C13",),
+          READ_ONLY, mode="legacy", refuse=LEGACY_READ_ONLY),
+    _case("capsule/versioned", "which capsule version the consumer asks for", ("C12", "C58"),
+          mode="versioned"),
+    _case("capsule/consumed", "the same capsule handed over twice", ("C18",), mode="consumed"),
+    _case("capsule/raw_versioned", "a raw versioned capsule instead of an array", ("C46",),
+          mode="raw_versioned"),
+    _case("capsule/raw_legacy", "a raw legacy capsule instead of an array", ("C46",),
+          mode="raw_legacy"),
+    _case("input/list", "a Python list (no exchange protocol)", ("C46",), Recipe(F64, (3,)),
+          mode="list", producers=("python",), expect_type_error=True),
+    _case("hostile/legacy_null_strides", "legacy capsule with strides == NULL (means "
+          "C-contiguous)", ("C6",), mode="legacy_null_strides", producers=REF),
+    _case("hostile/v12_null_strides", "DLPack 1.2 capsule with strides == NULL", ("C7",),
+          mode="v12_null_strides", producers=REF,
+          refuse="DLPack >= 1.2 forbids NULL strides for ndim > 0 (C7)"),
+    _case("hostile/major2", "versioned capsule with major version 2", ("C17",), mode="major2",
+          producers=REF,
+          refuse="an unknown major version must be refused, only the deleter called (C17)"),
+    _case("hostile/null_data", "zero-size (0, 3) with data == NULL", ("C9",), Recipe(F64, (0, 3)),
+          mode="null_data", producers=REF),
+    _case("torch/conj", "complex tensor with the conjugate bit set", ("C28",),
+          Recipe("complex64", (4,)), mode="torch_conj", producers=("torch",),
+          refuse="DLPack cannot carry torch's lazy conjugate bit; BufferError naming resolve_conj "
+          "(C28)"),
+    _case("torch/requires_grad", "tensor with requires_grad=True", ("C29",),
+          Recipe("float32", (4,)), mode="torch_grad", producers=("torch",),
+          refuse="DLPack cannot carry autograd state; BufferError naming detach (C29)"),
+    # what the DLPack header and the peers added in 2026: the TPU device types, a read-only 1-D
+    # array asked for a legacy capsule (pyarrow.Array's legacy export), and the bfloat16
+    # exchange NumPy could make through its DLPack dtype registry
+    _case("device/tpu_host", "host memory exported as TPU pinned host memory (kDLTPUHost, a CPU "
+          "consumer may read it)", ("C33",), mode="tpu_host", producers=REF),
+    _case("device/tpu", "memory on a TPU (kDLTPU), no device= (a CPU consumer must refuse with a "
+          "hint)", ("C36",), mode="tpu", producers=REF),
+    _case("capsule/legacy_readonly_1d", "read-only 1-D array asked for a legacy capsule (an "
+          "immutable pyarrow.Array)", ("C13",), Recipe(F64, (12,), readonly=True), mode="legacy",
+          refuse=LEGACY_READ_ONLY),
+    _case("dtype/bfloat16_registry", "bfloat16 (ml_dtypes) between NumPy and JAX: NumPy "
+          "exchanges it only when its DLPack dtype registry has it", ("C25",),
+          Recipe("bfloat16", (12,)), producers=("numpy", "jax"),
+          peers_can="NumPy >= 2.5 imports and exports any dtype registered with "
+          "numpy.dtypes.register_dlpack_dtype, and ml_dtypes, which defines bfloat16 for NumPy, "
+          "registers none"),
+]
+
+
 def _build_cases() -> list[Case]:
-    cases: list[Case] = []
-    add = cases.append
-
-    for dt, refs in DTYPES:
-        add(
-            Case(
-                f"dtype/{dt}",
-                "dtype",
-                f"1-D {dt} array of 12 elements",
-                refs,
-                Recipe(dt, (12,)),
-            )
-        )
-
-    f64 = "float64"
+    """The dtype/ rows, the layout/ rows, then the table's."""
+    dtypes = [_case(f"dtype/{dt}", f"1-D {dt} array of 12 elements", refs, Recipe(dt, (12,)))
+              for dt, refs in DTYPES]
     layouts = [
-        ("contiguous", "C-contiguous (3, 4)", (), Recipe(f64, (3, 4))),
-        ("transposed", "transposed (4, 3) view", (), Recipe(f64, (3, 4), ops=(("T",),))),
-        ("fortran", "Fortran-ordered (4, 250) float32", ("C3",), Recipe("float32", (4, 250), "F")),
-        (
-            "neg_cols",
-            "x[:, ::-1] (negative column stride)",
-            ("C1",),
-            Recipe(f64, (3, 4), ops=(("ix", (S(None), S(None, None, -1))),)),
-        ),
-        (
-            "neg_rows",
-            "x[::-1] (negative row stride)",
-            ("C1",),
-            Recipe(f64, (4, 3), ops=(("ix", (S(None, None, -1),)),)),
-        ),
-        (
-            "flip_1d",
-            "flip of a 1-D array",
-            ("C2",),
-            Recipe(f64, (10,), ops=(("ix", (S(None, None, -1),)),)),
-        ),
-        (
-            "step_1d",
-            "x[::2] (step slice)",
-            (),
-            Recipe(f64, (12,), ops=(("ix", (S(None, None, 2),)),)),
-        ),
-        (
-            "step_2d",
-            "x[::2, ::3]",
-            (),
-            Recipe(f64, (4, 6), ops=(("ix", (S(None, None, 2), S(None, None, 3))),)),
-        ),
-        ("offset_1d", "x[3:] (offset)", (), Recipe(f64, (10,), ops=(("ix", (S(3, None),)),))),
-        (
-            "offset_2d",
-            "x[1:, 2:] (offset, not contiguous)",
-            (),
-            Recipe(f64, (4, 6), ops=(("ix", (S(1, None), S(2, None))),)),
-        ),
-        ("scalar_0d", "0-d array", ("C8",), Recipe(f64, ())),
-        ("zero_size", "zero-size (0, 3)", ("C9",), Recipe(f64, (0, 3))),
-        ("zero_size_wide", "zero-size (0, 2048)", ("C10",), Recipe("float32", (0, 2048))),
-        (
-            "zero_size_strided",
-            "zero-size (0, 3) view with steps (contiguous all the same)",
-            ("C57",),
-            Recipe(f64, (0, 6), ops=(("ix", (S(None), S(None, None, 2))),)),
-        ),
-        (
-            "size1_column",
-            "(1024, 1) column-major float32 (a size-1 dimension's stride)",
-            ("C59",),
-            Recipe("float32", (1024, 1), "F"),
-        ),
-        (
-            "size1_dims",
-            "(3, 1, 6, 2) float32, then a reduction",
-            ("C5",),
-            Recipe("float32", (3, 1, 6, 2)),
-        ),
-        (
-            "size1_leading",
-            "(1, 3, 224, 224) float32 (is C-contiguous)",
-            ("C4",),
-            Recipe("float32", (1, 3, 224, 224)),
-        ),
-        (
-            "zero_stride",
-            "broadcast view (stride 0)",
-            (),
-            Recipe(f64, (4,), ops=(("broadcast", (3, 4)),)),
-        ),
-        (
-            "misaligned",
-            "float64 data at an odd address",
-            ("C40",),
-            Recipe(f64, (6,), ops=(("misalign",),)),
-        ),
+        _case(f"layout/{name}", title, refs, recipe, reduce=name == "size1_dims",
+              strict_strides=name == "zero_size_wide")
+        for name, title, refs, recipe in LAYOUTS
     ]
-    for name, title, refs, recipe in layouts:
-        add(
-            Case(
-                f"layout/{name}",
-                "layout",
-                title,
-                refs,
-                recipe,
-                reduce=name == "size1_dims",
-                strict_strides=name == "zero_size_wide",
-            )
-        )
-    add(
-        Case(
-            "layout/misaligned_copy_false",
-            "layout",
-            "misaligned float64 data with copy=False",
-            ("C40",),
-            Recipe(f64, (6,), ops=(("misalign",),)),
-            copy=False,
-        )
-    )
-
-    ro = ("C12", "C14", "C15", "C16")
-    add(
-        Case(
-            "readonly/contiguous",
-            "readonly",
-            "read-only (3, 4) array",
-            ro,
-            Recipe(f64, (3, 4), readonly=True),
-        )
-    )
-    add(
-        Case(
-            "readonly/1d", "readonly", "read-only 1-D array", ro, Recipe(f64, (12,), readonly=True)
-        )
-    )
-    add(
-        Case(
-            "readonly/strided",
-            "readonly",
-            "read-only x[::2, ::3] view",
-            ro,
-            Recipe(f64, (4, 6), ops=(("ix", (S(None, None, 2), S(None, None, 3))),), readonly=True),
-        )
-    )
-    add(
-        Case(
-            "readonly/copy_false",
-            "readonly",
-            "read-only array with copy=False",
-            ro,
-            Recipe(f64, (3, 4), readonly=True),
-            copy=False,
-        )
-    )
-    add(
-        Case(
-            "readonly/copy_true",
-            "readonly",
-            "read-only array with copy=True",
-            ro,
-            Recipe(f64, (3, 4), readonly=True),
-            copy=True,
-        )
-    )
-
-    add(
-        Case(
-            "copy/true",
-            "copy",
-            "copy=True of a contiguous array",
-            (),
-            Recipe(f64, (3, 4)),
-            copy=True,
-        )
-    )
-    add(
-        Case(
-            "copy/false",
-            "copy",
-            "copy=False of a contiguous array",
-            (),
-            Recipe(f64, (3, 4)),
-            copy=False,
-        )
-    )
-    add(
-        Case(
-            "copy/true_transposed",
-            "copy",
-            "copy=True of a transposed view",
-            (),
-            Recipe(f64, (3, 4), ops=(("T",),)),
-            copy=True,
-        )
-    )
-    add(
-        Case(
-            "copy/false_transposed",
-            "copy",
-            "copy=False of a transposed view",
-            (),
-            Recipe(f64, (3, 4), ops=(("T",),)),
-            copy=False,
-        )
-    )
-    add(
-        Case(
-            "copy/false_neg",
-            "copy",
-            "copy=False of x[:, ::-1]",
-            ("C1",),
-            Recipe(f64, (3, 4), ops=(("ix", (S(None), S(None, None, -1))),)),
-            copy=False,
-        )
-    )
-    add(Case("copy/true_1d", "copy", "copy=True of a 1-D array", (), Recipe(f64, (12,)), copy=True))
-    add(
-        Case(
-            "copy/false_not64",
-            "copy",
-            "copy=False of data 8 bytes past a 64-byte boundary",
-            ("C40",),
-            Recipe(f64, (12,), ops=(("shift8",),)),
-            copy=False,
-        )
-    )
-
-    add(Case("device/cpu", "device", 'device="cpu"', ("C37",), Recipe(f64, (3, 4)), device="cpu"))
-    add(
-        Case(
-            "device/cpu_1d",
-            "device",
-            'device="cpu" of a 1-D array',
-            ("C37",),
-            Recipe(f64, (12,)),
-            device="cpu",
-        )
-    )
-    add(
-        Case(
-            "device/cpu_copy_false",
-            "device",
-            'device="cpu", copy=False',
-            ("C39",),
-            Recipe(f64, (3, 4)),
-            device="cpu",
-            copy=False,
-        )
-    )
-    add(
-        Case(
-            "device/cpu_copy_true",
-            "device",
-            'device="cpu", copy=True',
-            ("C37",),
-            Recipe(f64, (3, 4)),
-            device="cpu",
-            copy=True,
-        )
-    )
-    add(
-        Case(
-            "device/consumer",
-            "device",
-            "device= the consumer's own default device",
-            ("C38",),
-            Recipe(f64, (3, 4)),
-            device="native",
-        )
-    )
-    add(
-        Case(
-            "device/other_device",
-            "device",
-            "data on a non-CPU device, no device= (a CPU consumer must refuse with a hint)",
-            ("C36",),
-            Recipe(f64, (3, 4)),
-            producers=("dpnp", "cupy"),
-        )
-    )
-    add(
-        Case(
-            "device/tf_gpu_scope",
-            "device",
-            "TensorFlow int32 tensor created under a GPU device scope "
-            "(must report where its bytes are)",
-            ("C31",),
-            Recipe("int32", (3,)),
-            mode="tf_gpu_scope",
-            producers=("tensorflow",),
-        )
-    )
-    add(
-        Case(
-            "device/strided_cpu",
-            "device",
-            'device="cpu" of x[::2, ::3]',
-            ("C37",),
-            Recipe(f64, (4, 6), ops=(("ix", (S(None, None, 2), S(None, None, 3))),)),
-            device="cpu",
-        )
-    )
-
-    add(
-        Case(
-            "capsule/legacy",
-            "capsule",
-            "producer forced to send a legacy (unversioned) capsule",
-            ("C46",),
-            Recipe(f64, (3, 4)),
-            mode="legacy",
-        )
-    )
-    add(
-        Case(
-            "capsule/legacy_readonly",
-            "capsule",
-            "read-only array asked for a legacy capsule",
-            ("C13",),
-            Recipe(f64, (3, 4), readonly=True),
-            mode="legacy",
-            refuse="a legacy capsule cannot say read-only, so the producer must refuse it or "
-            "hand out a copy (C13)",
-        )
-    )
-    add(
-        Case(
-            "capsule/versioned",
-            "capsule",
-            "which capsule version the consumer asks for",
-            ("C12", "C58"),
-            Recipe(f64, (3, 4)),
-            mode="versioned",
-        )
-    )
-    add(
-        Case(
-            "capsule/consumed",
-            "capsule",
-            "the same capsule handed over twice",
-            ("C18",),
-            Recipe(f64, (3, 4)),
-            mode="consumed",
-        )
-    )
-    add(
-        Case(
-            "capsule/raw_versioned",
-            "capsule",
-            "a raw versioned capsule instead of an array",
-            ("C46",),
-            Recipe(f64, (3, 4)),
-            mode="raw_versioned",
-        )
-    )
-    add(
-        Case(
-            "capsule/raw_legacy",
-            "capsule",
-            "a raw legacy capsule instead of an array",
-            ("C46",),
-            Recipe(f64, (3, 4)),
-            mode="raw_legacy",
-        )
-    )
-
-    add(
-        Case(
-            "input/list",
-            "input",
-            "a Python list (no exchange protocol)",
-            ("C46",),
-            Recipe(f64, (3,)),
-            mode="list",
-            producers=("python",),
-            expect_type_error=True,
-        )
-    )
-
-    ref = ("dlpack-ref",)
-    add(
-        Case(
-            "hostile/legacy_null_strides",
-            "hostile",
-            "legacy capsule with strides == NULL (means C-contiguous)",
-            ("C6",),
-            Recipe(f64, (3, 4)),
-            mode="legacy_null_strides",
-            producers=ref,
-        )
-    )
-    add(
-        Case(
-            "hostile/v12_null_strides",
-            "hostile",
-            "DLPack 1.2 capsule with strides == NULL",
-            ("C7",),
-            Recipe(f64, (3, 4)),
-            mode="v12_null_strides",
-            producers=ref,
-            refuse="DLPack >= 1.2 forbids NULL strides for ndim > 0 (C7)",
-        )
-    )
-    add(
-        Case(
-            "hostile/major2",
-            "hostile",
-            "versioned capsule with major version 2",
-            ("C17",),
-            Recipe(f64, (3, 4)),
-            mode="major2",
-            producers=ref,
-            refuse="an unknown major version must be refused, only the deleter called (C17)",
-        )
-    )
-    add(
-        Case(
-            "hostile/null_data",
-            "hostile",
-            "zero-size (0, 3) with data == NULL",
-            ("C9",),
-            Recipe(f64, (0, 3)),
-            mode="null_data",
-            producers=ref,
-        )
-    )
-
-    add(
-        Case(
-            "torch/conj",
-            "torch",
-            "complex tensor with the conjugate bit set",
-            ("C28",),
-            Recipe("complex64", (4,)),
-            mode="torch_conj",
-            producers=("torch",),
-            refuse="DLPack cannot carry torch's lazy conjugate bit; BufferError naming "
-                   "resolve_conj (C28)",
-        )
-    )
-    add(
-        Case(
-            "torch/requires_grad",
-            "torch",
-            "tensor with requires_grad=True",
-            ("C29",),
-            Recipe("float32", (4,)),
-            mode="torch_grad",
-            producers=("torch",),
-            refuse="DLPack cannot carry autograd state; BufferError naming detach (C29)",
-        )
-    )
-    cases += _newer_header_cases()
-    return cases
-
-
-def _newer_header_cases() -> list[Case]:
-    """Cases for what the DLPack header and the peers added in 2026: the TPU device types, a
-    read-only 1-D array asked for a legacy capsule (pyarrow.Array's legacy export), and the
-    bfloat16 exchange NumPy could make through its DLPack dtype registry."""
-    f64 = "float64"
-    ref = ("dlpack-ref",)
-    return [
-        Case(
-            "device/tpu_host",
-            "device",
-            "host memory exported as TPU pinned host memory (kDLTPUHost, a CPU consumer may "
-            "read it)",
-            ("C33",),
-            Recipe(f64, (3, 4)),
-            mode="tpu_host",
-            producers=ref,
-        ),
-        Case(
-            "device/tpu",
-            "device",
-            "memory on a TPU (kDLTPU), no device= (a CPU consumer must refuse with a hint)",
-            ("C36",),
-            Recipe(f64, (3, 4)),
-            mode="tpu",
-            producers=ref,
-        ),
-        Case(
-            "capsule/legacy_readonly_1d",
-            "capsule",
-            "read-only 1-D array asked for a legacy capsule (an immutable pyarrow.Array)",
-            ("C13",),
-            Recipe(f64, (12,), readonly=True),
-            mode="legacy",
-            refuse="a legacy capsule cannot say read-only, so the producer must refuse it or "
-            "hand out a copy (C13)",
-        ),
-        Case(
-            "dtype/bfloat16_registry",
-            "dtype",
-            "bfloat16 (ml_dtypes) between NumPy and JAX: NumPy exchanges it only when its "
-            "DLPack dtype registry has it",
-            ("C25",),
-            Recipe("bfloat16", (12,)),
-            producers=("numpy", "jax"),
-            peers_can="NumPy >= 2.5 imports and exports any dtype registered with "
-            "numpy.dtypes.register_dlpack_dtype, and ml_dtypes, which defines bfloat16 for "
-            "NumPy, registers none",
-        ),
-    ]
+    return dtypes + layouts + ROWS
 
 
 CASES: list[Case] = _build_cases()

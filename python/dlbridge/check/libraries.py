@@ -14,8 +14,6 @@ subprocess imports only the libraries of the pairs it runs.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
-import importlib.util
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -128,24 +126,8 @@ def observe(y: Any) -> Observed:
     return obs
 
 
-#: Array libraries with DLPack support that the checker has no adapter for yet (reported as
-#: "installed but not checked yet" when found).
-KNOWN_WITHOUT_ADAPTER: dict[str, tuple[str, str]] = {}
-
-
 def by_name() -> dict[str, Library]:
     return {cls.name: cls() for cls in ALL_LIBRARIES}
-
-
-def not_installed_unadapted() -> list[str]:
-    out = []
-    for name, (mod, _dist) in KNOWN_WITHOUT_ADAPTER.items():
-        try:
-            if importlib.util.find_spec(mod) is None:
-                out.append(name)
-        except (ImportError, ValueError):
-            out.append(name)
-    return out
 
 
 @dataclass
@@ -197,21 +179,6 @@ def discover(selected: list[str] | None = None) -> list[Discovered]:
                 reason,
             )
         )
-    return out
-
-
-def discover_unadapted() -> dict[str, str]:
-    """Installed array libraries that the checker has no adapter for yet."""
-    out = {}
-    for name, (mod, dist) in KNOWN_WITHOUT_ADAPTER.items():
-        try:
-            if importlib.util.find_spec(mod) is not None:
-                try:
-                    out[name] = importlib.metadata.version(dist)
-                except importlib.metadata.PackageNotFoundError:
-                    out[name] = "?"
-        except (ImportError, ValueError):
-            pass
     return out
 
 

@@ -7,10 +7,18 @@ import html
 import json
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from . import catalog
 from .cases import BY_ID, FEATURES, NOT_COVERED
+
+#: The version of the JSON report's layout (``schema_version``; report.schema.json describes it):
+#: raised when a field is removed, renamed or changes its meaning.
+SCHEMA_VERSION = 1
+#: The exit statuses of ``python -m dlbridge check``: dlbridge itself failed a case; a usage
+#: error; a library named by ``--fail-on`` has findings against it (dlbridge failed none).
+EXIT_DLBRIDGE, EXIT_USAGE, EXIT_FAIL_ON = 1, 2, 3
 
 STATUSES = ["pass", "fail", "error", "crash", "timeout", "unsupported"]
 BAD = {"fail", "error", "crash", "timeout"}
@@ -108,12 +116,25 @@ def _counts(rs) -> dict[str, int]:
     return {s: c.get(s, 0) for s in STATUSES}
 
 
-def group_findings(results: list[dict]) -> list[dict]:
-    """Bad results grouped by (route, who, kind), worst first."""
+def against(r: dict) -> list[tuple[str, str]]:
+    """The libraries a result is a finding against, each with its role: the producer or the
+    consumer at fault, or both when the fault is the pair's."""
+    if r["status"] not in BAD:
+        return []
+    fault = r.get("fault")
+    roles = ["producer", "consumer"] if fault == "peers" else [fault]
+    return [(r[role], role) for role in roles if role in ("producer", "consumer")]
+
+
+def group_findings(
+    results: list[dict], keep: Callable[[dict], bool] | None = None
+) -> list[dict]:
+    """Bad results (those ``keep`` takes, default all) grouped by (route, who, kind), worst
+    first."""
     twins = {(r["producer"], r["consumer"], r["case"], r["route"]): r for r in results}
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in results:
-        if r["status"] not in BAD:
+        if r["status"] not in BAD or (keep is not None and not keep(r)):
             continue
         kind = r.get("check") or r["status"]
         if r["status"] in ("crash", "timeout"):
@@ -291,6 +312,15 @@ def coverage(results: list[dict], selected: set[str] | None = None) -> dict:
     return {"covered": sorted(covered, key=lambda s: int(s[1:])), "not_covered": not_covered}
 
 
+def by_library(results: list[dict], names: list[str]) -> dict[str, dict[str, int]]:
+    """How many results are findings against each library, as producer and as consumer."""
+    out = {n: {"producer": 0, "consumer": 0} for n in names}
+    for r in results:
+        for name, role in against(r):
+            out.setdefault(name, {"producer": 0, "consumer": 0})[role] += 1
+    return out
+
+
 def summarize(
     results: list[dict],
     libraries: dict,
@@ -298,6 +328,7 @@ def summarize(
     producers: list[str],
     consumers: list[str],
     selected: set[str] | None = None,
+    fail_on: list[str] | None = None,
 ) -> dict:
     by_route = {route: _counts([r for r in results if r["route"] == route]) for route in ROUTES}
     pairs = []
@@ -324,6 +355,9 @@ def summarize(
     fails = dlbridge_failures(results)
     refusals = dlbridge_refusals(results)
     unlisted = sum(g["count"] for g in refusals if g["rule"] is None)
+    counts = by_library(results, list(dict.fromkeys(producers + consumers)))
+    red = [n for n in fail_on or [] if sum(counts.get(n, {}).values())]
+    exit_status = EXIT_DLBRIDGE if fails or unlisted else EXIT_FAIL_ON if red else 0
     return {
         "results": len(results),
         "by_route": by_route,
@@ -336,8 +370,10 @@ def summarize(
         "dlbridge_rescues": dlbridge_rescues(results),
         "consumer_versions": consumer_versions(results),
         "coverage": coverage(results, selected),
+        "by_library": counts,
+        "fail_on": list(fail_on or []),
         "duration_seconds": round(duration, 1),
-        "exit_status": 1 if fails or unlisted else 0,
+        "exit_status": exit_status,
     }
 
 
@@ -346,7 +382,20 @@ def document(meta: dict, results: list[dict], summary: dict) -> dict:
     that the results' ``refs`` and the coverage name."""
     named = [ref for r in results for ref in r.get("refs") or []]
     named += list(summary["coverage"]["not_covered"])
-    return {**meta, "results": results, "summary": summary, "catalog": catalog.for_json(named)}
+    return {
+        "schema_version": SCHEMA_VERSION,
+        **meta,
+        "results": results,
+        "summary": summary,
+        "catalog": catalog.for_json(named),
+    }
+
+
+def json_schema() -> dict:
+    """The JSON Schema of the ``--json`` report (``report.schema.json`` in this package)."""
+    from importlib.resources import files
+
+    return json.loads(files(__package__).joinpath("report.schema.json").read_text("utf-8"))
 
 
 def write_json(path: str, doc: dict) -> None:
@@ -382,16 +431,35 @@ def terminal(
     *,
     top: int = 12,
 ) -> str:
-    lines = []
-    libs = meta["libraries_detail"]
-    lines.append(
+    """The text report: one section after the other."""
+    return "\n".join(
+        _t_header(meta, summary, producers, consumers)
+        + _t_libraries(meta, results)
+        + _t_matrices(summary, producers, consumers)
+        + _t_findings(summary["findings"], top)
+        + _t_rescues(summary.get("dlbridge_rescues") or [])
+        + _t_refusals(summary.get("dlbridge_refusals") or [])
+        + _t_verdict(results, summary)
+        + _t_fail_on(summary)
+        + _t_coverage(summary["coverage"]["not_covered"])
+    )
+
+
+def _t_header(meta: dict, summary: dict, producers: list[str], consumers: list[str]) -> list[str]:
+    return [
         f"dlbridge {meta['dlbridge_version']} conformance check: Python {meta['python']}, "
         f"{len(producers)} producers x {len(consumers)} consumers, {meta['cases']} cases, "
-        f"{summary['results']} results in {summary['duration_seconds']:.0f} s"
-    )
-    lines.append("")
+        f"{summary['results']} results in {summary['duration_seconds']:.0f} s",
+        "",
+    ]
+
+
+def _t_libraries(meta: dict, results: list[dict]) -> list[str]:
+    """The libraries with their versions and roles, those missing or broken, and the capsule
+    version each consumer asks for."""
+    libs = meta["libraries_detail"]
     under = meta.get("interpreter", f"Python {meta['python']}")
-    lines.append(f"Libraries (each checked under {under}):")
+    lines = [f"Libraries (each checked under {under}):"]
     for d in libs:
         if d["installed"]:
             roles = ", ".join(
@@ -399,11 +467,6 @@ def terminal(
             )
             lines.append(f"  {d['name']:<17} {d['version'] or '?':<18} {roles}")
     missing = meta.get("not_installed") or [d["name"] for d in libs if not d["installed"]]
-    if meta.get("unadapted"):
-        lines.append(
-            "  installed but not checked yet: "
-            + ", ".join(f"{k} {v}" for k, v in meta["unadapted"].items())
-        )
     if missing:
         lines.append("  not installed: " + ", ".join(missing))
     broken: dict[str, str] = {}
@@ -421,6 +484,12 @@ def terminal(
             _wrap("consumers ask for: " + ", ".join(f"{c} {v}" for c, v in asks.items()), 110, "  ")
         )
     lines.append("")
+    return lines
+
+
+def _t_matrices(summary: dict, producers: list[str], consumers: list[str]) -> list[str]:
+    """A pass/fail/crash matrix per route."""
+    lines = []
     pair_map = {(p["producer"], p["consumer"]): p for p in summary["pairs"]}
     colw = max(9, max((len(c) for c in consumers), default=9) + 1)
     for route in ROUTES:
@@ -449,62 +518,80 @@ def terminal(
         "dlbridge itself failed there"
     )
     lines.append("")
-    findings = summary["findings"]
-    if findings:
-        lines.append("Worst findings:")
-        for i, g in enumerate(findings[:top], 1):
-            who = "dlbridge" if g["dlbridge"] else g["who"]
-            refs = f" [{', '.join(g['refs'])}]" if g["refs"] else ""
-            lines.append(
-                f" {i:>2}. [{g['status']}] {who} ({g['kind']}, {g['count']} "
-                f"result{'s' if g['count'] != 1 else ''}){refs}"
-            )
-            lines.append(_wrap(g["example"], 110, "      "))
-            if len(g["pairs"]) > 1:
-                lines.append(
-                    _wrap(
-                        "pairs: "
-                        + ", ".join(g["pairs"][:8])
-                        + (" ..." if len(g["pairs"]) > 8 else ""),
-                        110,
-                        "      ",
-                    )
-                )
-            if g["workaround"]:
-                lines.append(_wrap("workaround: " + g["workaround"], 110, "      "))
-        if len(findings) > top:
-            lines.append(
-                f"  ... {len(findings) - top} more kinds of finding in the JSON / HTML report"
-            )
-        lines.append("")
-    rescues = summary.get("dlbridge_rescues") or []
-    if rescues:
-        total = sum(g["count"] for g in rescues)
+    return lines
+
+
+def _t_findings(findings: list[dict], top: int) -> list[str]:
+    """The worst ``top`` kinds of finding, each with an example, its pairs and its way out."""
+    if not findings:
+        return []
+    lines = ["Worst findings:"]
+    for i, g in enumerate(findings[:top], 1):
+        who = "dlbridge" if g["dlbridge"] else g["who"]
+        refs = f" [{', '.join(g['refs'])}]" if g["refs"] else ""
         lines.append(
-            f"Through dlbridge, {total} exchanges work that fail, crash or are refused directly:"
+            f" {i:>2}. [{g['status']}] {who} ({g['kind']}, {g['count']} "
+            f"result{'s' if g['count'] != 1 else ''}){refs}"
         )
-        lines.append(
-            _wrap(
-                ", ".join(f"{g['producer']}→{g['consumer']} {g['count']}" for g in rescues[:14])
-                + (" ..." if len(rescues) > 14 else ""),
-                110,
-                "  ",
-            )
-        )
-        lines.append("")
-    refusals = summary.get("dlbridge_refusals") or []
-    if refusals:
-        lines.append("Where dlbridge refuses but the direct exchange works:")
-        for g in refusals[:8]:
-            why = (f"the direct result breaks a rule: {g['rule']}" if g.get("rule")
-                   else "UNLISTED: a failure of dlbridge's, which is never stricter than direct")
+        lines.append(_wrap(g["example"], 110, "      "))
+        if len(g["pairs"]) > 1:
             lines.append(
                 _wrap(
-                    f"- {g['count']}x {g['reason']} (e.g. {', '.join(g['pairs'][:4])}); {why}",
-                    110, "  ",
+                    "pairs: "
+                    + ", ".join(g["pairs"][:8])
+                    + (" ..." if len(g["pairs"]) > 8 else ""),
+                    110,
+                    "      ",
                 )
             )
-        lines.append("")
+        if g["workaround"]:
+            lines.append(_wrap("workaround: " + g["workaround"], 110, "      "))
+    if len(findings) > top:
+        lines.append(
+            f"  ... {len(findings) - top} more kinds of finding in the JSON / HTML report"
+        )
+    lines.append("")
+    return lines
+
+
+def _t_rescues(rescues: list[dict]) -> list[str]:
+    """The exchanges that work only through dlbridge."""
+    if not rescues:
+        return []
+    total = sum(g["count"] for g in rescues)
+    return [
+        f"Through dlbridge, {total} exchanges work that fail, crash or are refused directly:",
+        _wrap(
+            ", ".join(f"{g['producer']}→{g['consumer']} {g['count']}" for g in rescues[:14])
+            + (" ..." if len(rescues) > 14 else ""),
+            110,
+            "  ",
+        ),
+        "",
+    ]
+
+
+def _t_refusals(refusals: list[dict]) -> list[str]:
+    """Where dlbridge refuses an exchange that works directly, with the rule it stands on."""
+    if not refusals:
+        return []
+    lines = ["Where dlbridge refuses but the direct exchange works:"]
+    for g in refusals[:8]:
+        why = (f"the direct result breaks a rule: {g['rule']}" if g.get("rule")
+               else "UNLISTED: a failure of dlbridge's, which is never stricter than direct")
+        lines.append(
+            _wrap(
+                f"- {g['count']}x {g['reason']} (e.g. {', '.join(g['pairs'][:4])}); {why}",
+                110, "  ",
+            )
+        )
+    lines.append("")
+    return lines
+
+
+def _t_verdict(results: list[dict], summary: dict) -> list[str]:
+    """dlbridge's own failures and the exit status they give."""
+    lines = []
     fails = dlbridge_failures(results)
     if fails:
         lines.append(
@@ -534,25 +621,44 @@ def terminal(
                 lines.append(f"  ... see the JSON report for all {len(fails)}")
                 break
     elif not summary.get("unlisted_refusals"):
-        lines.append("dlbridge itself failed no case -> exit status 0.")
+        end = " -> exit status 0" if summary["exit_status"] == 0 else ""
+        lines.append(f"dlbridge itself failed no case{end}.")
     if summary.get("unlisted_refusals"):
         lines.append(
             f"dlbridge refused {summary['unlisted_refusals']} exchange(s) that work directly "
             "without a listed rule (above) -> exit status 1."
         )
-    nc = summary["coverage"]["not_covered"]
-    if nc:
-        lines.append("")
+    return lines
+
+
+def _t_fail_on(summary: dict) -> list[str]:
+    """The findings against the libraries named by --fail-on."""
+    lines = []
+    for name in summary.get("fail_on") or []:
+        n = summary["by_library"].get(name, {"producer": 0, "consumer": 0})
         lines.append(
-            _wrap(
-                "Catalog cases not exercised here (python -m dlbridge "
-                "check --catalog describes each): "
-                + "; ".join(f"{k} ({v})" for k, v in nc.items()),
-                110,
-                "",
-            )
+            f"--fail-on {name}: {n['producer'] + n['consumer']} finding(s) against it "
+            f"({n['producer']} as producer, {n['consumer']} as consumer)"
         )
-    return "\n".join(lines)
+    if summary["exit_status"] == EXIT_FAIL_ON:
+        lines.append(f"Findings against a --fail-on library -> exit status {EXIT_FAIL_ON}.")
+    return lines
+
+
+def _t_coverage(not_covered: dict[str, str]) -> list[str]:
+    """The catalog entries no result exercised, and why."""
+    if not not_covered:
+        return []
+    return [
+        "",
+        _wrap(
+            "Catalog cases not exercised here (python -m dlbridge "
+            "check --catalog describes each): "
+            + "; ".join(f"{k} ({v})" for k, v in not_covered.items()),
+            110,
+            "",
+        ),
+    ]
 
 
 # ----------------------------------------------------------------------------- HTML
@@ -580,6 +686,8 @@ font-size:12px;padding:0 4px}
 code{background:#f3f4f6;padding:0 3px;border-radius:3px}
 .cat{margin:6px 0 14px;padding:2px 10px;border-left:4px solid #ddd}
 .cat:target,tr:target{border-left-color:#0366d6;background:#f1f8ff}
+.libsec{margin:10px 0 22px;padding:6px 10px;border-left:4px solid #ccc}
+.libsec:target{border-left-color:#0366d6} h4{font-size:14px;margin:12px 0 4px}
 """
 
 
@@ -645,7 +753,29 @@ def _badge(status: str) -> str:
 def html_page(
     meta: dict, results: list[dict], summary: dict, producers: list[str], consumers: list[str]
 ) -> str:
-    parts = [
+    """The self-contained HTML report: one section after the other."""
+    by_feature: defaultdict[str, list[dict]] = defaultdict(list)
+    for r in results:
+        by_feature[r.get("feature") or BY_ID[r["case"]].feature].append(r)
+    checked = list(dict.fromkeys(producers + consumers))
+    parts = (
+        _h_header(meta, summary, producers, consumers)
+        + _h_libraries(meta["libraries_detail"], checked)
+        + _h_dlbridge_failures(dlbridge_failures(results))
+        + _h_findings(summary["findings"])
+        + _h_rescues(summary.get("dlbridge_rescues") or [])
+        + _h_refusals(summary.get("dlbridge_refusals") or [])
+        + _h_matrices(results, by_feature, producers, consumers)
+        + _h_cell_details(results, by_feature)
+        + _h_coverage(summary["coverage"])
+        + _h_each_library(meta, results, checked)
+        + [catalog.html_section(), "</body></html>"]
+    )
+    return "\n".join(parts)
+
+
+def _h_header(meta: dict, summary: dict, producers: list[str], consumers: list[str]) -> list[str]:
+    return [
         "<!doctype html><html lang=en><head><meta charset=utf-8>",
         f"<title>dlbridge check: {len(producers)}×{len(consumers)} "
         f"libraries</title><style>{_CSS}</style></head><body>",
@@ -665,91 +795,122 @@ def html_page(
         )
         + "</p>",
     ]
-    # libraries
-    parts.append("<h2>Libraries</h2><table><tr><th>library</th><th>version</th><th>roles</th><th>note</th></tr>")
-    for d in meta["libraries_detail"]:
+
+
+def _h_libraries(libraries_detail: list[dict], checked: list[str]) -> list[str]:
+    """The libraries with their versions and roles; each checked one links to its section."""
+    parts = [
+        '<h2 id="libraries">Libraries</h2><table><tr><th>library</th><th>version</th>'
+        "<th>roles</th><th>note</th></tr>"
+    ]
+    for d in libraries_detail:
         roles = ", ".join(
             r for r, on in (("producer", d["producer"]), ("consumer", d["consumer"])) if on
         )
         ver = d["version"] if d["installed"] else "not installed"
+        name = _e(d["name"])
+        if d["name"] in checked:
+            name = f'<a href="#{_slug("lib", d["name"])}">{name}</a>'
         parts.append(
-            f"<tr><td>{_e(d['name'])}</td><td>{_e(ver)}</td><td>{_e(roles)}</td><td "
+            f"<tr><td>{name}</td><td>{_e(ver)}</td><td>{_e(roles)}</td><td "
             f"class=small>{_e(d.get('note', ''))}</td></tr>"
         )
     parts.append("</table>")
-    # dlbridge failures
-    fails = dlbridge_failures(results)
-    parts.append(f"<h2>dlbridge itself: {len(fails)} failing result(s)</h2>")
-    if fails:
+    return parts
+
+
+def _h_dlbridge_failures(fails: list[dict]) -> list[str]:
+    parts = [f"<h2>dlbridge itself: {len(fails)} failing result(s)</h2>"]
+    if not fails:
+        return parts + ["<p>None: every failure below belongs to the peer libraries.</p>"]
+    parts.append(
+        "<table class=det><tr><th>case</th><th>pair</th><th>status</th><th>detail</th></tr>"
+    )
+    for r in fails[:300]:
         parts.append(
-            "<table class=det><tr><th>case</th><th>pair</th><th>status</th><th>detail</th></tr>"
+            f"<tr><td>{catalog.case_link(r['case'])}</td><td>{_e(r['producer'])} → "
+            f"{_e(r['consumer'])}</td>"
+            f"<td>{_badge(r['status'])}</td><td "
+            f"class=d>{catalog.link_refs(_e(r['detail']))}</td></tr>"
         )
-        for r in fails[:300]:
-            parts.append(
-                f"<tr><td>{catalog.case_link(r['case'])}</td><td>{_e(r['producer'])} → "
-                f"{_e(r['consumer'])}</td>"
-                f"<td>{_badge(r['status'])}</td><td "
-                f"class=d>{catalog.link_refs(_e(r['detail']))}</td></tr>"
-            )
-        parts.append("</table>")
-    else:
-        parts.append("<p>None: every failure below belongs to the peer libraries.</p>")
-    # findings
-    parts.append("<h2>Worst findings</h2><ol class=find>")
-    for g in summary["findings"][:25]:
-        who = '<span class=dlb>dlbridge</span>' if g["dlbridge"] else _e(g["who"])
+    parts.append("</table>")
+    return parts
+
+
+def _h_finding(g: dict) -> str:
+    """One kind of finding as a list item: example, cases, pairs and the way out."""
+    who = '<span class=dlb>dlbridge</span>' if g["dlbridge"] else _e(g["who"])
+    return (
+        f"<li>{_badge(g['status'])} {who} — {_e(g['kind'])}, {g['count']} result(s) "
+        f"{' '.join(catalog.entry_link(x) for x in g['refs'])}<br>"
+        f"{catalog.link_refs(_e(g['example']))}<br><span class=small>cases: "
+        f"{', '.join(catalog.case_link(c) for c in g['cases'][:12])}"
+        f" · pairs: {_e(', '.join(g['pairs'][:12]))}</span><br>"
+        f"<span class=small><b>workaround:</b> "
+        f"{catalog.link_refs(_e(g['workaround']))}</span></li>"
+    )
+
+
+def _h_findings(findings: list[dict]) -> list[str]:
+    return ["<h2>Worst findings</h2><ol class=find>"] + [
+        _h_finding(g) for g in findings[:25]
+    ] + ["</ol>"]
+
+
+def _h_rescues(rescues: list[dict]) -> list[str]:
+    if not rescues:
+        return []
+    parts = [
+        "<h2>What dlbridge makes work</h2><p>Exchanges that pass through dlbridge but fail, "
+        "crash or are refused directly:</p><table><tr><th>producer → "
+        "consumer</th><th>cases</th><th>direct results</th></tr>"
+    ]
+    for g in rescues:
         parts.append(
-            f"<li>{_badge(g['status'])} {who} — {_e(g['kind'])}, {g['count']} result(s) "
-            f"{' '.join(catalog.entry_link(x) for x in g['refs'])}<br>"
-            f"{catalog.link_refs(_e(g['example']))}<br><span class=small>cases: "
-            f"{', '.join(catalog.case_link(c) for c in g['cases'][:12])}"
-            f" · pairs: {_e(', '.join(g['pairs'][:12]))}</span><br>"
-            f"<span class=small><b>workaround:</b> "
-            f"{catalog.link_refs(_e(g['workaround']))}</span></li>"
+            f"<tr><td>{_e(g['producer'])} → {_e(g['consumer'])}</td><td>{g['count']}</td><td "
+            f"class=small>{_e(', '.join(f'{k} {v}' for k, v in g['direct'].items()))}</td></tr>"
         )
-    parts.append("</ol>")
-    rescues = summary.get("dlbridge_rescues") or []
-    if rescues:
+    parts.append("</table>")
+    return parts
+
+
+def _h_refusals(refusals: list[dict]) -> list[str]:
+    if not refusals:
+        return []
+    parts = [
+        "<h2>Where dlbridge refuses but the direct exchange works</h2><table><tr>"
+        "<th>results</th><th>reason</th><th>the rule the direct result breaks</th>"
+        "<th>pairs</th></tr>"
+    ]
+    for g in refusals:
+        rule = g.get("rule") or "none listed: a failure of dlbridge's"
         parts.append(
-            "<h2>What dlbridge makes work</h2><p>Exchanges that pass through dlbridge but fail, "
-            "crash or are refused directly:</p><table><tr><th>producer → "
-            "consumer</th><th>cases</th><th>direct results</th></tr>"
+            f"<tr><td>{g['count']}</td><td>{catalog.link_refs(_e(g['reason']))}</td>"
+            f"<td>{catalog.link_refs(_e(rule))}</td><td "
+            f"class=small>{_e(', '.join(g['pairs']))}</td></tr>"
         )
-        for g in rescues:
-            parts.append(
-                f"<tr><td>{_e(g['producer'])} → {_e(g['consumer'])}</td><td>{g['count']}</td><td "
-                f"class=small>{_e(', '.join(f'{k} {v}' for k, v in g['direct'].items()))}</td></tr>"
-            )
-        parts.append("</table>")
-    refusals = summary.get("dlbridge_refusals") or []
-    if refusals:
-        parts.append(
-            "<h2>Where dlbridge refuses but the direct exchange works</h2><table><tr>"
-            "<th>results</th><th>reason</th><th>the rule the direct result breaks</th>"
-            "<th>pairs</th></tr>"
-        )
-        for g in refusals:
-            rule = g.get("rule") or "none listed: a failure of dlbridge's"
-            parts.append(
-                f"<tr><td>{g['count']}</td><td>{catalog.link_refs(_e(g['reason']))}</td>"
-                f"<td>{catalog.link_refs(_e(rule))}</td><td "
-                f"class=small>{_e(', '.join(g['pairs']))}</td></tr>"
-            )
-        parts.append("</table>")
-    # matrices
-    parts.append("<h2>All features</h2>")
-    parts.append(_matrix("all", results, producers, consumers))
-    by_feature = defaultdict(list)
-    for r in results:
-        by_feature[r.get("feature") or BY_ID[r["case"]].feature].append(r)
+    parts.append("</table>")
+    return parts
+
+
+def _h_matrices(
+    results: list[dict], by_feature: dict[str, list[dict]], producers: list[str],
+    consumers: list[str],
+) -> list[str]:
+    """One colour matrix for all features, then one per feature."""
+    parts = ["<h2>All features</h2>", _matrix("all", results, producers, consumers)]
     for feat, title in FEATURES.items():
         rs = by_feature.get(feat)
         if not rs:
             continue
         parts.append(f"<h2>{_e(title)} <span class=small>({_e(feat)})</span></h2>")
         parts.append(_matrix(feat, rs, producers, consumers))
-    # cell details
-    parts.append("<h2>Cell details</h2>")
+    return parts
+
+
+def _h_cell_details(results: list[dict], by_feature: dict[str, list[dict]]) -> list[str]:
+    """The cases of every matrix cell, the targets of the cells' links."""
+    parts = ["<h2>Cell details</h2>"]
     for feat in ["all"] + list(FEATURES):
         rs = results if feat == "all" else by_feature.get(feat, [])
         cells: defaultdict[tuple[str, str], dict] = defaultdict(dict)
@@ -772,39 +933,46 @@ def html_page(
                 "<table class=det><tr><th>case</th><th>refs</th><th>direct</th><th>through "
                 "dlbridge</th></tr>"
             )
-            for cid, routes in cases.items():
-                case = BY_ID.get(cid)
-                cells_html = []
-                for route in ROUTES:
-                    r = routes.get(route)
-                    if r is None:
-                        cells_html.append("<td></td>")
-                    else:
-                        fault = (
-                            f" <span class=small>(fault: {_e(r['fault'])})</span>"
-                            if r.get("fault") and r["status"] in BAD
-                            else ""
-                        )
-                        cells_html.append(
-                            f"<td class=d>{_badge(r['status'])}{fault} "
-                            f"{catalog.link_refs(_e(r['detail']))}</td>"
-                        )
-                title = (f"<b>{catalog.case_link(cid)}</b><br>"
-                         f"<span class=small>{_e(case.title if case else '')}</span>")
-                refs = " ".join(
-                    catalog.entry_link(x) for x in routes[next(iter(routes))].get("refs") or []
-                )
-                parts.append(f"<tr><td>{title}</td><td>{refs}</td>{''.join(cells_html)}</tr>")
+            parts += [_h_case_row(cid, routes) for cid, routes in cases.items()]
             parts.append("</table></div>")
-    nc = summary["coverage"]["not_covered"]
-    parts.append(
+    return parts
+
+
+def _h_case_row(cid: str, routes: dict[str, dict]) -> str:
+    """A case of a cell: its title, its catalog entries and its result on each route."""
+    case = BY_ID.get(cid)
+    cells_html = []
+    for route in ROUTES:
+        r = routes.get(route)
+        if r is None:
+            cells_html.append("<td></td>")
+        else:
+            fault = (
+                f" <span class=small>(fault: {_e(r['fault'])})</span>"
+                if r.get("fault") and r["status"] in BAD
+                else ""
+            )
+            cells_html.append(
+                f"<td class=d>{_badge(r['status'])}{fault} "
+                f"{catalog.link_refs(_e(r['detail']))}</td>"
+            )
+    title = (f"<b>{catalog.case_link(cid)}</b><br>"
+             f"<span class=small>{_e(case.title if case else '')}</span>")
+    refs = " ".join(
+        catalog.entry_link(x) for x in routes[next(iter(routes))].get("refs") or []
+    )
+    return f"<tr><td>{title}</td><td>{refs}</td>{''.join(cells_html)}</tr>"
+
+
+def _h_coverage(coverage: dict) -> list[str]:
+    """The catalog entries the results exercise, and why the others are not."""
+    nc = coverage["not_covered"]
+    parts = [
         '<h2>Catalog coverage</h2><p class=small>Which <a href="#catalog">catalog</a> cases the '
-        'results exercise.</p>'
-    )
-    parts.append(
+        'results exercise.</p>',
         f"<p>Exercised: "
-        f"{' '.join(catalog.entry_link(x) for x in summary['coverage']['covered'])}</p>"
-    )
+        f"{' '.join(catalog.entry_link(x) for x in coverage['covered'])}</p>",
+    ]
     if nc:
         parts.append(
             "<table><tr><th>case</th><th>why not here</th></tr>"
@@ -814,6 +982,41 @@ def html_page(
             )
             + "</table>"
         )
-    parts.append(catalog.html_section())
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return parts
+
+
+def _against_is(key: tuple[str, str]) -> Callable[[dict], bool]:
+    """Whether a result is a finding against this (library, role)."""
+    return lambda r: key in against(r)
+
+
+def _h_each_library(meta: dict, results: list[dict], checked: list[str]) -> list[str]:
+    """One section per library of the run, with a navigation of its own: its version and roles,
+    and its findings as producer and as consumer, each with its way out."""
+    detail = {d["name"]: d for d in meta["libraries_detail"]}
+    asks = consumer_versions(results)
+    nav = (
+        '<p class="small libnav"><a href="#libraries">all libraries</a> · '
+        + " · ".join(f'<a href="#{_slug("lib", n)}">{_e(n)}</a>' for n in checked)
+        + "</p>"
+    )
+    parts = ["<h2>Each library</h2>"]
+    for name in checked:
+        d = detail.get(name, {})
+        roles = [r for r in ("producer", "consumer") if d.get(r)]
+        head = f"{_e(name)} {_e(d.get('version') or '')}"
+        parts.append(f'<div class=libsec id="{_slug("lib", name)}"><h3>{head}</h3>{nav}')
+        parts.append(
+            f"<p>{_e(', '.join(roles))}"
+            + (f" · asks for {_e(asks[name])}" if name in asks else "")
+            + (f" · <span class=small>{_e(d['note'])}</span>" if d.get("note") else "")
+            + "</p>"
+        )
+        for role in roles:
+            found = group_findings(results, _against_is((name, role)))
+            count = sum(g["count"] for g in found)
+            parts.append(f"<h4>As {role}: {count} finding(s)</h4>")
+            if found:
+                parts.append("<ol class=find>" + "".join(_h_finding(g) for g in found) + "</ol>")
+        parts.append("</div>")
+    return parts

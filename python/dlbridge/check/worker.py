@@ -878,18 +878,6 @@ def _producer_export_error(src: Source, case: Case, kw: dict) -> BaseException |
     return None
 
 
-def _test_hook(pname: str, cname: str, case: Case) -> None:
-    """For the checker's own tests: simulate dlbridge crashing or hanging on one unit
-    (environment variables hold ``producer|consumer|case``)."""
-    key = f"{pname}|{cname}|{case.id}"
-    if os.environ.get("DLBRIDGE_CHECK_TEST_CRASH") == key:
-        os.abort()
-    if os.environ.get("DLBRIDGE_CHECK_TEST_HANG") == key:
-        import time
-
-        time.sleep(3600)
-
-
 @dataclass
 class _DlbridgeUnit:
     """One unit of the ``dlbridge`` route: what its stages share."""
@@ -923,7 +911,6 @@ def run_dlbridge(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
         ctx.direct.get(f"{pname}|{cname}|{case.id}", {}), kw, required_refusal_dlbridge(case, src),
     )
     stage("dlbridge.from_dlpack")
-    _test_hook(pname, cname, case)
     try:
         t = dlbridge.from_dlpack(u.obj, **kw)
     except Exception as e:  # noqa: BLE001
