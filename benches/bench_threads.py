@@ -15,6 +15,7 @@ threads together and the ratio ``2 threads / 1 thread``. The samples of 1 and 2 
 interleaved (a b, b a, ...), so load drift on the shared machine hits both alike; the medians
 are compared. Workloads, each on a distinct 16-element float32 array per thread:
 
+- ``dlbridge.from_dlpack(a)``: an import of a NumPy array, and its release;
 - ``np.from_dlpack(dlbridge.from_dlpack(a))``: an import and an export, with their deleters;
 - ``dlbridge.convert(a, "torch")`` (``"numpy"`` without torch): the planner and a zero-copy
   exchange;
@@ -76,6 +77,9 @@ def workloads(np: Any, dlbridge: Any, torch: Any | None) -> dict[str, Callable[[
     """The workloads by row name, each a function of one thread's own array."""
     target = "torch" if torch is not None else "numpy"
 
+    def import_only(a: Any) -> None:
+        dlbridge.from_dlpack(a)
+
     def through_dlbridge(a: Any) -> None:
         np.from_dlpack(dlbridge.from_dlpack(a))
 
@@ -89,6 +93,7 @@ def workloads(np: Any, dlbridge: Any, torch: Any | None) -> dict[str, Callable[[
         sum(range(64))
 
     return {
+        "`dlbridge.from_dlpack(a)`": import_only,
         "`np.from_dlpack(dlbridge.from_dlpack(a))`": through_dlbridge,
         f'`dlbridge.convert(a, "{target}")`': convert,
         "`np.from_dlpack(a)` (NumPy alone)": numpy_alone,
