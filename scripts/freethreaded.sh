@@ -149,6 +149,9 @@ fi
 tail -n 5 "$WORK/check.txt" >&2
 say "pytest with PYTHON_GIL=0"
 export PYTHON_GIL=0
+# The abi3 wheel's distribution tests belong to the main suite: the cp314t wheel had its own
+# fresh-venv check above.
+unset DLBRIDGE_TEST_DIST
 # the repository's package directory is not on the path: the installed wheel is what runs
 cd "$REPO"
 exec "$VPY" -m pytest -p no:cacheprovider --timeout="${DLBRIDGE_PYTEST_TIMEOUT:-300}" "$@"
