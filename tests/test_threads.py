@@ -144,8 +144,12 @@ def test_eight_threads_exchange_and_drop():
         f"{stats['fakes']} counting producers, RSS growth {growth / 2**20:.2f} MiB"
     )
     # A leak of one 64-element array (or one managed tensor) per iteration would be several
-    # MiB here; ctypes producers kept alive by dlpack_ctypes cost a few KiB each.
-    assert growth < 4 * 2**20 + stats["fakes"] * 8192, f"RSS grew {growth} bytes"
+    # MiB here; ctypes producers kept alive by dlpack_ctypes cost a few KiB each. Under
+    # ThreadSanitizer (scripts/tsan_python.sh sets TSAN_OPTIONS) resident memory also holds
+    # the sanitizer's shadow and history, which grow with every access: no bound holds there,
+    # and the deleter counts and freed sources above still check for leaks.
+    if "TSAN_OPTIONS" not in os.environ:
+        assert growth < 4 * 2**20 + stats["fakes"] * 8192, f"RSS grew {growth} bytes"
 
 
 # ---------------------------------------------------------------------------------------------
