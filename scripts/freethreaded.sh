@@ -24,7 +24,6 @@ set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="${DLBRIDGE_FT_DIR:-$HOME/.cache/dlbridge/freethreaded}"
-PREFIX="$WORK/python"
 FT_VENV="$WORK/venv"
 say() { printf 'freethreaded: %s\n' "$*" >&2; }
 
@@ -34,42 +33,9 @@ if [ -z "$SOURCE" ] || [ ! -e "$SOURCE" ]; then
     . "$REPO/scripts/skip_or_fail.sh"
     skip_or_fail freethreaded "no CPython 3.14 source: set DLBRIDGE_FT_SOURCE to a source tree or tarball"
 fi
-SOURCE="$(realpath "$SOURCE")"
-mkdir -p "$WORK"
 
-# 1. The interpreter, built once per source into a fresh prefix that replaces the old one
-#    only when `make install` finished (an interrupted build leaves nothing half-installed).
-if [ -f "$SOURCE" ]; then
-    stamp="$(sha256sum "$SOURCE" | cut -d' ' -f1)"
-else
-    stamp="$SOURCE"
-fi
-if [ "$(cat "$PREFIX/.source" 2>/dev/null)" != "$stamp" ]; then
-    say "building CPython from $SOURCE (--disable-gil); logs in $WORK"
-    rm -rf "$WORK/src" "$PREFIX.new" "$FT_VENV"
-    if [ -f "$SOURCE" ]; then
-        mkdir -p "$WORK/src"
-        tar -xf "$SOURCE" -C "$WORK/src" --strip-components=1
-        tree="$WORK/src"
-    else
-        tree="$SOURCE"
-    fi
-    if [ ! -x "$tree/configure" ]; then
-        say "$SOURCE is not a CPython source tree (no ./configure)"
-        exit 2
-    fi
-    (
-        cd "$tree"
-        ./configure --disable-gil --prefix="$PREFIX" --with-ensurepip=install >"$WORK/configure.log"
-        make -j"$(nproc)" >"$WORK/make.log" 2>&1
-        make install DESTDIR="$PREFIX.new" >"$WORK/install.log" 2>&1
-    )
-    rm -rf "$PREFIX"
-    mv "$PREFIX.new$PREFIX" "$PREFIX"
-    rm -rf "$PREFIX.new" "$WORK/src"
-    echo "$stamp" >"$PREFIX/.source"
-fi
-PY="$(find "$PREFIX/bin" -maxdepth 1 -name 'python3.*t' -type f | sort | head -n1)"
+# 1. The interpreter, built once per source (scripts/build_cpython.sh).
+PY="$(bash "$REPO/scripts/build_cpython.sh" "$SOURCE" "$WORK" --disable-gil)"
 "$PY" - <<'EOF'
 import sys, sysconfig
 if not sysconfig.get_config_var("Py_GIL_DISABLED"):

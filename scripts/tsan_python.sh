@@ -42,37 +42,8 @@ fi
 SOURCE="$(realpath "$SOURCE")"
 mkdir -p "$WORK"
 
-# 1. The sanitized interpreter, once per source (as scripts/freethreaded.sh builds its own).
-if [ -f "$SOURCE" ]; then
-    stamp="$(sha256sum "$SOURCE" | cut -d' ' -f1)"
-else
-    stamp="$SOURCE"
-fi
-if [ "$(cat "$PREFIX/.source" 2>/dev/null)" != "$stamp" ]; then
-    say "building CPython from $SOURCE (--disable-gil --with-thread-sanitizer); logs in $WORK"
-    rm -rf "$WORK/src" "$PREFIX.new" "$TSAN_VENV"
-    mkdir -p "$WORK/src"
-    if [ -f "$SOURCE" ]; then
-        tar -xf "$SOURCE" -C "$WORK/src" --strip-components=1
-    else
-        cp -a "$SOURCE/." "$WORK/src/"
-    fi
-    (
-        cd "$WORK/src"
-        ./configure --disable-gil --with-thread-sanitizer --prefix="$PREFIX" \
-            --with-ensurepip=install >"$WORK/configure.log"
-        make -j"$(nproc)" >"$WORK/make.log" 2>&1
-        make install DESTDIR="$PREFIX.new" >"$WORK/install.log" 2>&1
-    )
-    rm -rf "$PREFIX"
-    mv "$PREFIX.new$PREFIX" "$PREFIX"
-    rm -rf "$PREFIX.new"
-    mkdir -p "$PREFIX/share/tsan"
-    cp "$WORK/src/Tools/tsan/"*.txt "$PREFIX/share/tsan/"
-    rm -rf "$WORK/src"
-    echo "$stamp" >"$PREFIX/.source"
-fi
-PY="$(find "$PREFIX/bin" -maxdepth 1 -name 'python3.*t' -type f | sort | head -n1)"
+# 1. The sanitized interpreter, once per source (scripts/build_cpython.sh).
+PY="$(bash "$REPO/scripts/build_cpython.sh" "$SOURCE" "$WORK" --disable-gil --with-thread-sanitizer)"
 # The interpreter's own suppressions (reports CPython knows of in its free-threaded build),
 # and NumPy's and OpenBLAS's binaries: not built with the sanitizer, their own locks and
 # atomics are invisible to it, so it reports their internal caches (NumPy's ufunc dispatch
