@@ -7,14 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from dlbridge.check import Adapter, Recipe
+from dlbridge.check import Adapter, Observed, Recipe
 
 
 class GoodArrayAdapter(Adapter):
     name = "goodarray"
     module = "goodarray"
     pip = "goodarray"
-    #: goodarray keeps a read-only import read-only (its results say so in their export)
+    #: goodarray keeps a read-only import read-only
     readonly_results = True
     result_modules = ("goodarray",)
 
@@ -27,6 +27,22 @@ class GoodArrayAdapter(Adapter):
 
     def from_dlpack(self, obj: Any, **kw: Any) -> Any:
         return self.load().from_dlpack(obj, **kw)
+
+    @staticmethod
+    def read_result(y: Any) -> Observed:
+        # goodarray imports dtypes NumPy's DLPack export refuses (bfloat16, float8): the
+        # default, which reads a result through its own export, could not read those
+        a = y._data
+        return Observed(
+            kind="goodarray.Array",
+            dtype=a.dtype.name,
+            shape=a.shape,
+            values=np.array(a, copy=True, order="C"),
+            ptr=a.__array_interface__["data"][0] if a.size else None,
+            writable=bool(a.flags.writeable),
+            device=(1, 0),
+            strides=tuple(s // a.itemsize for s in a.strides),
+        )
 
     def native_reduce(self, y: Any) -> complex:
         return complex(self.load().sum(y))
