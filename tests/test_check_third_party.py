@@ -121,6 +121,33 @@ def test_leakyarray_findings(venv, tmp_path):
     assert "--fail-on leakyarray" in failing.output
 
 
+def pytest_in(venv: Path, cwd: Path, library: str) -> subprocess.CompletedProcess[str]:
+    """``pytest --dlbridge-check=LIBRARY --dlbridge-peers=numpy`` in the venv, in an empty
+    folder, on readonly and copy cases (the plugin named with -p: dlbridge is not installed
+    there as a distribution, and autoloading is off so that it never loads twice)."""
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "COLUMNS": "200"}
+    env.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run(
+        [str(venv), "-m", "pytest", "-p", "dlbridge.pytest_plugin", "-p", "no:cacheprovider",
+         "-v", f"--dlbridge-check={library}", "--dlbridge-peers=numpy",
+         "--dlbridge-cases=readonly/*,copy/*"],
+        cwd=cwd, capture_output=True, text=True, env=env, timeout=600,
+    )
+
+
+def test_pytest_plugin_fails_leakyarray_and_passes_goodarray(venv, tmp_path):
+    """The pytest plugin on the installed packages: leakyarray's items of read-only sources
+    fail with the catalog case, goodarray's pass."""
+    leaky = pytest_in(venv, tmp_path, "leakyarray")
+    assert leaky.returncode == 1, leaky.stdout[-3000:] + leaky.stderr[-2000:]
+    assert "leakyarray→numpy/readonly/contiguous FAILED" in leaky.stdout, leaky.stdout[-3000:]
+    assert "C12" in leaky.stdout
+    good = pytest_in(venv, tmp_path, "goodarray")
+    assert good.returncode == 0, good.stdout[-3000:] + good.stderr[-2000:]
+    assert "goodarray→numpy/readonly/contiguous PASSED" in good.stdout, good.stdout[-3000:]
+    assert " FAILED" not in good.stdout
+
+
 ORT_CHECK = "numpy,torch,ortvalue_adapter:OrtValueAdapter"
 
 
