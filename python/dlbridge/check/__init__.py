@@ -93,8 +93,10 @@ def run_check(
     isolate: str = "producer",
     progress=None,
     fail_on: list[str] | None = None,
+    involving: str | None = None,
 ) -> tuple[dict, list[str], list[str]]:
-    """Run the checker; returns (JSON document, producers, consumers)."""
+    """Run the checker; returns (JSON document, producers, consumers). ``involving``: only the
+    pairs with this library as producer or consumer (one library's conformance run)."""
     import dlbridge
 
     from .runner import run_units
@@ -108,6 +110,8 @@ def run_check(
     units = []
     for p in producers:
         for c in consumers:
+            if involving is not None and involving not in (p, c):
+                continue
             for case in chosen:
                 if case.producers is not None and p not in case.producers:
                     continue
