@@ -402,9 +402,9 @@ def test_docs_describe_every_field_of_the_json_report():
 
 def test_cli_errors_and_listing(tmp_path):
     bad = run_checker(tmp_path, "--libraries", "nosuchlib", expect=2).proc
-    assert "unknown libraries" in bad.stderr
+    assert "unknown library nosuchlib" in bad.stderr
     bad = run_checker(tmp_path, "--fail-on", "nosuchlib", expect=2).proc
-    assert "unknown libraries: nosuchlib" in bad.stderr
+    assert "unknown library nosuchlib" in bad.stderr
     # a library that the run does not check cannot make it red: a usage error, not a silent 0
     bad = run_checker(tmp_path, "--libraries", "numpy", "--fail-on", "torch", expect=2).proc
     assert "--fail-on names libraries this run does not check: torch" in bad.stderr

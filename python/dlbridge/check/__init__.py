@@ -25,10 +25,21 @@ import time
 from typing import Any
 
 from . import report
+from .adapters.base import Adapter, Observed, Recipe, Unsupported, reference
 from .cases import CASES, select
-from .libraries import ALL_LIBRARIES, discover
+from .external import ENTRY_POINT_GROUP
+from .libraries import BUILTIN_NAMES, discover, use_names
 
-__all__ = ["main", "run_check"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Adapter",
+    "Observed",
+    "Recipe",
+    "Unsupported",
+    "main",
+    "reference",
+    "run_check",
+]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,8 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--libraries",
-        help="comma-separated peer libraries to check (default: every installed one); "
-        "the built-in reference producer/consumer (dlpack-ref) and "
+        help="comma-separated peer libraries to check (default: every installed one, and the "
+        f"adapters installed packages register in the entry point group {ENTRY_POINT_GROUP}); "
+        "besides dlbridge's own names, a name may be such an entry point, module:object naming "
+        "an adapter (a dlbridge.check.Adapter subclass), or any module whose arrays have "
+        "__array_namespace__; the built-in reference producer/consumer (dlpack-ref) and "
         "python (memoryview) are always included",
     )
     p.add_argument(
@@ -95,13 +109,17 @@ def run_check(
     fail_on: list[str] | None = None,
     involving: str | None = None,
 ) -> tuple[dict, list[str], list[str]]:
-    """Run the checker; returns (JSON document, producers, consumers). ``involving``: only the
-    pairs with this library as producer or consumer (one library's conformance run)."""
+    """Run the checker; returns (JSON document, producers, consumers). ``libraries`` and
+    ``fail_on`` take the names of the command line (``--libraries``), adapters from outside
+    dlbridge included: LookupError or TypeError for one that names no adapter. ``involving``
+    (a library's name as the results give it): only the pairs with this library as producer or
+    consumer (one library's conformance run)."""
     import dlbridge
 
     from .runner import run_units
 
     t0 = time.monotonic()
+    libraries, fail_on = use_names(libraries), use_names(fail_on or [])
     found = discover(libraries)
     installed = [d for d in found if d.installed]
     producers = [d.name for d in installed if d.producer]
@@ -206,10 +224,11 @@ def _names(arg: str | None) -> list[str] | None:
 def _usage_error(libs: list[str] | None, fail_on: list[str] | None) -> str | None:
     """What is wrong with --libraries and --fail-on, if anything (also says on stderr which of
     the libraries asked for are not installed)."""
-    known = {cls.name for cls in ALL_LIBRARIES}
-    unknown = [x for x in (libs or []) + (fail_on or []) if x not in known]
-    if unknown:
-        return f"unknown libraries: {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+    try:
+        libs, fail_on = use_names(libs), use_names(fail_on or [])
+    except (LookupError, TypeError, ImportError, AttributeError) as e:
+        known = ", ".join(sorted(BUILTIN_NAMES))
+        return f"{e} (dlbridge's libraries: {known})"
     found = {d.name: d for d in discover(libs)}
     if libs:
         absent = [

@@ -1,6 +1,8 @@
 """The checker's libraries: every adapter of the modules of :mod:`dlbridge.check.adapters`
 (``ALL_LIBRARIES``; a new library's adapter needs no entry here, see that package's docstring),
-which of them are installed (:func:`discover`), and :func:`observe`.
+the adapters from outside dlbridge this process uses (:func:`use_names`, resolved by
+:mod:`dlbridge.check.external`), which of them are installed (:func:`discover`), and
+:func:`observe`.
 
 Results of any library are inspected by :func:`observe` (dtype, shape, values, data pointer,
 writability, device), which dispatches on the result's type to the adapter that reads it
@@ -22,25 +24,26 @@ from typing import Any
 import numpy as np
 
 from ..namespaces.base import HOST_TYPES
-from . import adapters
+from . import adapters, external
 from . import refcapsule as rc
 from .adapters.base import (
-    Library,
+    Adapter,
     Observed,
     Recipe,
     RefResult,
     Unsupported,
     det_values,
     from_capsule_info,
+    observe_dlpack,
     observe_numpy,
     reference,
 )
 
 
-def _discover_adapters() -> list[type[Library]]:
+def _discover_adapters() -> list[type[Adapter]]:
     """The adapter classes of the modules of :mod:`dlbridge.check.adapters`, in the order of
     their ``rank``, the built-in ones last (each module imports no library: cheap)."""
-    found: list[type[Library]] = []
+    found: list[type[Adapter]] = []
     for info in pkgutil.iter_modules(adapters.__path__):
         if info.name == "base":
             continue
@@ -49,23 +52,68 @@ def _discover_adapters() -> list[type[Library]]:
             cls
             for cls in vars(module).values()
             if isinstance(cls, type)
-            and issubclass(cls, Library)
+            and issubclass(cls, Adapter)
             and cls.__module__ == module.__name__  # not one imported from another module
             and cls.name
         ]
     return sorted(found, key=lambda cls: (cls.builtin, cls.rank, cls.name))
 
 
-ALL_LIBRARIES: list[type[Library]] = _discover_adapters()
+ALL_LIBRARIES: list[type[Adapter]] = _discover_adapters()
 
-#: The library each top-level module belongs to: its import name and the modules of its
-#: results (an exception's class names the library that raised it).
-LIBRARY_OF_MODULE: dict[str, str] = {
-    module: cls.name
-    for cls in ALL_LIBRARIES
-    if not cls.builtin
-    for module in (cls.module.split(".")[0], *cls.result_modules)
-}
+BUILTIN_NAMES = frozenset(cls.name for cls in ALL_LIBRARIES)
+
+#: The adapters from outside dlbridge this process uses, by name, with the name on the command
+#: line that resolved each (the spec a worker process resolves again).
+_EXTERNAL: dict[str, tuple[str, Adapter]] = {}
+
+#: Entry points of a run of every library that resolve to no adapter, and why.
+_BROKEN: dict[str, str] = {}
+
+
+def use_names(specs: list[str] | None) -> list[str] | None:
+    """The library names of ``specs`` (names on the command line), resolving and keeping the
+    adapters from outside dlbridge; None (every library) keeps those that installed
+    distributions register. LookupError or TypeError for a name that resolves to no adapter."""
+    if specs is None:
+        for name in external.entry_points():
+            if name in BUILTIN_NAMES or name in _EXTERNAL or name in _BROKEN:
+                continue
+            try:
+                _use(name)
+            except Exception as e:  # noqa: BLE001 - one broken package must not stop the run
+                _BROKEN[name] = f"its adapter does not load: {type(e).__name__}: {e}"
+        return None
+    return [spec if spec in BUILTIN_NAMES else _use(spec) for spec in specs]
+
+
+def _use(spec: str) -> str:
+    for name, (known, _) in _EXTERNAL.items():
+        if known == spec:
+            return name
+    adapter = external.resolve(spec)
+    if adapter.name in BUILTIN_NAMES or adapter.name in _EXTERNAL:
+        raise LookupError(f"{spec} names an adapter called {adapter.name}, a name already taken")
+    _EXTERNAL[adapter.name] = (spec, adapter)
+    return adapter.name
+
+
+def external_specs() -> list[str]:
+    """The names that resolved this process's adapters from outside dlbridge."""
+    return [spec for spec, _ in _EXTERNAL.values()]
+
+
+def _adapters() -> list[Adapter]:
+    return [cls() for cls in ALL_LIBRARIES] + [adapter for _, adapter in _EXTERNAL.values()]
+
+
+def library_of_module(module: str) -> str | None:
+    """The library a top-level module belongs to: its import name or the module of its results
+    (an exception's class names the library that raised it)."""
+    for lib in _adapters():
+        if not lib.builtin and module in (lib.module.split(".")[0], *lib.result_modules):
+            return lib.name
+    return None
 
 
 def _observe_dlbridge(y: Any) -> Observed:
@@ -99,11 +147,23 @@ def _observe_ref(y: RefResult) -> Observed:
     return obs
 
 
-#: The reader of each library's results, by the top-level module of the result's type.
+#: The reader of each of dlbridge's libraries' results, by the top-level module of the result's
+#: type.
 _READERS: dict[str, Callable[[Any], Observed]] = {
     "dlbridge": _observe_dlbridge,
     **{module: cls.read_result for cls in ALL_LIBRARIES for module in cls.result_modules},
 }
+
+
+def _reader(module: str) -> Callable[[Any], Observed]:
+    """The reader of results whose type's top-level module is ``module``: dlbridge's adapters'
+    first, then those from outside, then DLPack."""
+    if module in _READERS:
+        return _READERS[module]
+    for _, adapter in _EXTERNAL.values():
+        if module in adapter.result_modules:
+            return adapter.read_result
+    return observe_dlpack
 
 
 def observe(y: Any) -> Observed:
@@ -114,20 +174,15 @@ def observe(y: Any) -> Observed:
         return observe_numpy(y)
     if isinstance(y, RefResult):
         return _observe_ref(y)
-    reader = _READERS.get(mod.split(".", 1)[0])
-    if reader is not None:
-        return reader(y)
-    # unknown: read it through DLPack
-    obs = Observed(kind=f"{mod}.{name}")
-    info = rc.read_object(y)
-    from_capsule_info(obs, info)
-    obs.ptr = info.data_ptr if info.size else None
-    obs.device = info.device
+    obs = _reader(mod.split(".", 1)[0])(y)
+    obs.kind = obs.kind or f"{mod}.{name}"
     return obs
 
 
-def by_name() -> dict[str, Library]:
-    return {cls.name: cls() for cls in ALL_LIBRARIES}
+def by_name() -> dict[str, Adapter]:
+    """A fresh adapter of each of dlbridge's libraries, and this process's adapters from
+    outside dlbridge, by name."""
+    return {lib.name: lib for lib in _adapters()}
 
 
 @dataclass
@@ -160,7 +215,7 @@ def discover(selected: list[str] | None = None) -> list[Discovered]:
                 ver = "?"
         reason = ""
         probe = getattr(lib, "probe", None)
-        if not inst and probe is not None and Library.installed(lib):
+        if not inst and probe is not None and Adapter.installed(lib):
             reason = probe()[1]  # found, but not usable here
             try:
                 ver = lib.version()
@@ -179,19 +234,24 @@ def discover(selected: list[str] | None = None) -> list[Discovered]:
                 reason,
             )
         )
+    for name, why in _BROKEN.items():
+        out.append(Discovered(name, False, None, False, False, False, reason=why))
     return out
 
 
 __all__ = [
     "ALL_LIBRARIES",
-    "LIBRARY_OF_MODULE",
+    "BUILTIN_NAMES",
     "Discovered",
-    "Library",
+    "Adapter",
     "Observed",
     "Recipe",
     "RefResult",
     "Unsupported",
     "by_name",
+    "external_specs",
+    "library_of_module",
+    "use_names",
     "det_values",
     "discover",
     "observe",

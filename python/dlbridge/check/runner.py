@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+from .libraries import external_specs
+
 Unit = tuple[str, str, str, str]  # producer, consumer, case id, route
 
 #: steps of a unit where a crash is dlbridge's doing
@@ -105,7 +107,11 @@ class Batch:
         return [r for r in self.results if r is not None]
 
     def _run_worker(self, pending: list[int]) -> list[int]:
-        job = {"units": [list(self.units[i]) for i in pending], "direct": self.direct}
+        job = {
+            "units": [list(self.units[i]) for i in pending],
+            "direct": self.direct,
+            "adapters": external_specs(),
+        }
         with tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "dlbridge.check.worker"],

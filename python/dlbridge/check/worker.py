@@ -33,17 +33,21 @@ import numpy as np
 from .._layout import c_contiguous, f_contiguous
 from ..namespaces.base import HOST_TYPES
 from . import refcapsule as rc
+from .adapters.base import require_layout
 from .adapters.builtin import ref_consume
 from .adapters.tensorflow import TensorFlowLib
 from .cases import BY_ID, Case
 from .libraries import (
-    LIBRARY_OF_MODULE,
-    Library,
+    BUILTIN_NAMES,
+    Adapter,
     Observed,
+    Recipe,
     Unsupported,
     by_name,
+    library_of_module,
     observe,
     reference,
+    use_names,
 )
 
 PASS, FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED = (
@@ -104,7 +108,7 @@ class Source:
         return self.device[0] in HOST_TYPES
 
 
-def build_source(plib: Library, case: Case) -> Source:
+def build_source(plib: Adapter, case: Case) -> Source:
     """Build the producer's array for a case (raises Unsupported)."""
     recipe = case.recipe
     ref = reference(recipe)
@@ -118,6 +122,8 @@ def build_source(plib: Library, case: Case) -> Source:
         x = rc.RefArray(ref, mode=case.mode)
     else:
         x = plib.make(recipe, ref)
+        if plib.name not in BUILTIN_NAMES:
+            _require_recipe(plib, x, ref, recipe)
         if case.mode == "tf_gpu_scope":
             assert isinstance(plib, TensorFlowLib)  # the case's only producer
             x = plib.make_in_gpu_scope(ref)
@@ -173,6 +179,18 @@ def build_source(plib: Library, case: Case) -> Source:
         # deleter count of the exchange itself starts from here.
         x.finish()
     return src
+
+
+def _require_recipe(plib: Adapter, x: Any, ref: np.ndarray, recipe: Recipe) -> None:
+    """An adapter from outside dlbridge must make the recipe's array: one with another layout
+    would make the case mean nothing (Unsupported, naming the adapter's mistake)."""
+    info = rc.probe(x)
+    if info is None:
+        return  # no DLPack export to read the layout from: trusted
+    try:
+        require_layout(info, ref, recipe)
+    except Unsupported as e:
+        raise Unsupported(f"{plib.name}'s adapter made another array than the case's: {e}") from e
 
 
 def _legacy_says_writable(src: Source, x: Any) -> bool:
@@ -547,7 +565,7 @@ def peer_fault(pname: str, cname: str) -> str:
     return "peers"
 
 
-def required_refusal(case: Case, src: Source, clib: Library) -> str | None:
+def required_refusal(case: Case, src: Source, clib: Adapter) -> str | None:
     """Why the consumer must refuse (BufferError), or None."""
     if case.refuse:
         return case.refuse
@@ -655,7 +673,7 @@ class Ctx:
         return s
 
 
-def _consume(clib: Library, obj: Any, case: Case, warns: list) -> Any:
+def _consume(clib: Adapter, obj: Any, case: Case, warns: list) -> Any:
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         try:
@@ -681,7 +699,7 @@ def _exception_fault(e: BaseException, pname: str, cname: str, src: Source, case
         return "producer"
     if pname == "dlpack-ref":
         return "consumer"
-    lib = LIBRARY_OF_MODULE.get(_lib_of(e))
+    lib = library_of_module(_lib_of(e))
     if lib == pname and lib != cname:
         return "producer"
     if lib == cname and lib != pname:
@@ -885,7 +903,7 @@ class _DlbridgeUnit:
     pname: str
     cname: str
     case: Case
-    clib: Library
+    clib: Adapter
     src: Source
     obj: Any  # what the producer hands over
     direct: dict  # the outcome of the same unit's direct route ({} when unknown)
@@ -1173,6 +1191,7 @@ def main() -> int:
     global _CURRENT_UNIT
     job = json.loads(sys.stdin.read())
     units = job["units"]
+    use_names(job.get("adapters", []))  # the same adapters from outside dlbridge as the runner
     ctx = Ctx()
     ctx.direct.update(job.get("direct", {}))
     # import every library of the job up front (a crash here is reported per unit)

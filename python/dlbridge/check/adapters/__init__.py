@@ -2,7 +2,7 @@
 module in :mod:`dlbridge.namespaces` (``namespaces/torch.py`` and ``adapters/torch.py``), plus
 the checker's own libraries (``arrow.py``: producers that speak Arrow only; ``builtin.py``: the
 reference DLPack producer and consumer, Python's memoryview). :mod:`dlbridge.check.libraries`
-finds every :class:`~dlbridge.check.adapters.base.Library` subclass with a ``name`` here: a new
+finds every :class:`~dlbridge.check.adapters.base.Adapter` subclass with a ``name`` here: a new
 library needs no other entry.
 
 An adapter knows, for its library, how to
@@ -16,7 +16,7 @@ An adapter knows, for its library, how to
 The checker judges dlbridge, so an adapter must not reuse the conclusions of dlbridge's planner
 (``Namespace.dtype_route``, ``layout_problem``, ``can_hold``...): a wrong rule there would then
 agree with itself here. It shares only data with its namespace class: the name, module and pip
-spec (``class TorchLib(Library, namespace=Torch)`` copies those strings and keeps no reference
+spec (``class TorchLib(Adapter, namespace=Torch)`` copies those strings and keeps no reference
 to the class), and facts such as the dtypes MLX and Warp hold or the device types whose memory
 the host reads, one list per fact.
 """

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..._layout import negative_strides
 from ...namespaces.arrow import Pandas, PyArrow
-from .base import Library, Observed, Unsupported, det_values, observe_numpy, reference
+from .base import Adapter, Observed, Unsupported, det_values, observe_numpy, reference
 
 
 def _observe_pa_tensor(y: Any) -> Observed:
@@ -29,7 +29,7 @@ def _observe_pa_array(y: Any) -> Observed:
     return obs
 
 
-class PyArrowLib(Library, namespace=PyArrow):
+class PyArrowLib(Adapter, namespace=PyArrow):
     rank = 4
     result_modules = ("pyarrow",)
     readonly_results = True
@@ -82,7 +82,7 @@ class PyArrowLib(Library, namespace=PyArrow):
 _PANDAS_LACKS = ("bfloat16", "float8", "complex", "bcomplex")  # Arrow has no such type
 
 
-class PandasLib(Library, namespace=Pandas):
+class PandasLib(Adapter, namespace=Pandas):
     rank = 15
     result_modules = ("pandas",)
     takes_kwargs = False
@@ -152,7 +152,7 @@ class PandasLib(Library, namespace=Pandas):
         return complex(y.sum())
 
 
-class ArrowProducerLib(Library):
+class ArrowProducerLib(Adapter):
     """A library that speaks the Arrow C interfaces only (no DLPack): a producer for dlbridge's
     Arrow import, of 1-D contiguous arrays. Subclasses name what they cannot hold and build the
     array from a fresh C-contiguous copy of the reference."""

@@ -1,6 +1,7 @@
-"""The base of every checker adapter: :class:`Library`, the :class:`Recipe` of a source
-array and its NumPy :func:`reference`, what the checker :class:`Observed` of a result, and the
-helpers the adapters share."""
+"""The adapter protocol: :class:`Adapter`, the base of every checker adapter (dlbridge's own and
+those of other packages), the :class:`Recipe` of a source array and its NumPy
+:func:`reference`, what the checker :class:`Observed` of a result, and the helpers the adapters
+share. ``docs/check-your-library.md`` documents the protocol for library authors."""
 
 from __future__ import annotations
 
@@ -111,6 +112,22 @@ def reference(recipe: Recipe) -> np.ndarray:
     return x
 
 
+def require_layout(info: rc.CapsuleInfo, ref: np.ndarray, recipe: Recipe) -> None:
+    """Unsupported unless the array ``info`` describes (its DLPack export) has the dtype, shape,
+    strides and address of ``ref``, the case's reference: a case means nothing on another."""
+    if info.dtype != ref.dtype.name:
+        raise Unsupported(f"the array is {info.dtype}, not {ref.dtype.name}")
+    if tuple(info.shape) != ref.shape:
+        raise Unsupported(f"the array has shape {tuple(info.shape)}, not {ref.shape}")
+    want = tuple(s // ref.itemsize for s in ref.strides) if ref.itemsize else ()
+    got = info.element_strides
+    if ref.size and any(n > 1 and g != w for n, g, w in zip(ref.shape, got, want)):
+        raise Unsupported(f"layout not expressible: the array has strides {got}, not {want}")
+    if any(op[0] in ("misalign", "shift8") for op in recipe.ops):  # the point is the address
+        if info.data_ptr % ALIGN != ref.__array_interface__["data"][0] % ALIGN:
+            raise Unsupported("the case is about the data's address, and this array has another")
+
+
 # ----------------------------------------------------------------------------- observations
 
 
@@ -162,6 +179,27 @@ def observe_numpy(y: np.ndarray) -> Observed:
     )
 
 
+def buffer_writable(y: Any) -> bool | None:
+    """Whether the buffer protocol exports ``y`` writable; None when ``y`` has no buffer."""
+    try:
+        with memoryview(y) as view:
+            return not view.readonly
+    except (TypeError, BufferError, ValueError):
+        return None
+
+
+def observe_dlpack(y: Any) -> Observed:
+    """Read any array through its own DLPack export. Writability comes from a versioned
+    capsule's READ_ONLY flag, else from the buffer protocol, else it stays unknown."""
+    obs = Observed(kind=f"{type(y).__module__}.{type(y).__name__}")
+    info = rc.read_object(y)
+    from_capsule_info(obs, info)
+    obs.ptr = info.data_ptr if info.size else None
+    obs.device = info.device
+    obs.writable = not info.readonly if info.versioned else buffer_writable(y)
+    return obs
+
+
 def observe_capsule_of(y: Any, kind: str, writable: bool | None) -> Observed:
     """Read a result through its own DLPack export (the reference consumer)."""
     obs = Observed(kind=kind)
@@ -184,38 +222,57 @@ class RefResult:
 # ----------------------------------------------------------------------------- adapters
 
 
-class Library:
-    """Base adapter. Subclasses set the class attributes and override what they support.
+class Adapter:
+    """What the checker needs of an array library: the adapter protocol.
 
-    An adapter of a library dlbridge converts to names its namespace class in the class
-    statement (``class TorchLib(Library, namespace=Torch)``) and takes from it the name, the
-    module and the pip spec: data, never the namespace's conclusions (see the package's
-    docstring). The checker's own libraries (Arrow-only producers, the built-in ones) set them
-    here.
+    A library's adapter subclasses this class, sets :attr:`name` and :attr:`module`, and
+    overrides what its library does: :meth:`make` (the producer role: build the library's
+    array for a :class:`Recipe`) and :meth:`from_dlpack` (the consumer role). Everything else
+    has a default that reads arrays through their DLPack export. A method raises
+    :class:`Unsupported` for what the library cannot express: that counts as unsupported,
+    never as a failure.
+
+    A package registers its adapter with an entry point in the group ``dlbridge.check``
+    (``mylib = "mylib._check:MyLibAdapter"``), or a user names it on the command line as
+    ``module:object``. The checker instantiates the class with no arguments in each of its
+    worker processes, so an adapter must not import its library at module level: :meth:`load`
+    imports it when a worker first needs it.
+
+    dlbridge's own adapters use the same protocol. Those of libraries dlbridge converts to
+    name their namespace class in the class statement (``class TorchLib(Adapter,
+    namespace=Torch)``) and take from it the name, the module and the pip spec: data, never the
+    namespace's conclusions (see :mod:`dlbridge.check.adapters`).
     """
 
-    name = ""
-    module = ""  # import name
-    dist = ""  # distribution name for the version
+    #: the library's name in the checker's reports and on its command line
+    name: str = ""
+    #: the module :meth:`load` imports (``import_module``)
+    module: str = ""
+    #: the distribution whose version the reports give (default: the module's name)
+    dist: str = ""
     #: several distributions that install the module (the first installed one names the version)
     dists: tuple[str, ...] = ()
-    pip = ""  # install hint
-    producer = True
-    consumer = True
-    builtin = False  # part of the checker (always available)
-    #: True when results of ``consume`` can be read-only (so aliasing read-only data is safe).
-    readonly_results = False
+    #: how to install the library, for the reports' hints
+    pip: str = ""
+    #: does the library make arrays (:meth:`make`) and import them (:meth:`from_dlpack`)?
+    producer: bool = True
+    consumer: bool = True
+    #: part of the checker itself (always available)
+    builtin: bool = False
+    #: True when results of ``consume`` can be read-only (so aliasing read-only data is safe)
+    readonly_results: bool = False
     #: device types the consumer can hold without copying to the host
     devices: frozenset[int] = frozenset({1})
     #: can the consumer pass ``device=`` / ``copy=``?
-    takes_kwargs = True
+    takes_kwargs: bool = True
     #: importing the library takes seconds: the checker runs its consumer units in one worker
-    slow_import = False
-    note = ""
+    slow_import: bool = False
+    #: one line for the reports' list of libraries
+    note: str = ""
     #: the place in the checker's order (reports, ``--libraries`` runs): the adapters of the
     #: first release hold 1 to 18; a new one keeps this default and comes after them, by name
     #: (the built-in ones always last)
-    rank = 100
+    rank: int = 100
     #: top-level modules of the types of the arrays that :meth:`read_result` reads (a consumer
     #: may return another library's array: results are read by their type, not by who made them)
     result_modules: tuple[str, ...] = ()
@@ -257,17 +314,23 @@ class Library:
 
     # producer side
     def make(self, recipe: Recipe, ref: np.ndarray) -> Any:
+        """The library's array with the values, dtype and layout of ``ref`` (the
+        :func:`reference` of ``recipe``), or :class:`Unsupported`."""
         raise Unsupported(f"{self.name} is not a producer")
 
     def src_readonly(self, x: Any) -> bool:
-        """Is the producer's array read-only (must not be written through any alias)?"""
+        """Is the producer's array read-only in truth (must not be written through any alias)?
+        The truth, not what the library's export says: the checker compares the two. The
+        default, False, suits libraries whose arrays are always writable."""
         return False
 
     def src_ptr(self, x: Any) -> int | None:
+        """The address of the array's first element (default: from its DLPack export)."""
         info = rc.probe(x)
         return info.data_ptr if info is not None else None
 
     def src_device(self, x: Any) -> tuple[int, int]:
+        """The array's DLPack device (default: ``__dlpack_device__``, else the CPU)."""
         return dlpack_device(x) or (1, 0)
 
     # consumer side
@@ -278,7 +341,8 @@ class Library:
         raise Unsupported(f"{self.name} has no default device object")
 
     def from_dlpack(self, obj: Any, **kw: Any) -> Any:
-        raise NotImplementedError
+        """The library's DLPack import of ``obj`` (``device=`` and ``copy=`` when given)."""
+        raise Unsupported(f"{self.name} is not a consumer")
 
     def consume(self, obj: Any, *, device: str | None = None, copy: bool | None = None) -> Any:
         kw: dict[str, Any] = {}
@@ -298,12 +362,14 @@ class Library:
         return self.native_reduce(y)
 
     def native_reduce(self, y: Any) -> complex:
+        """The library's own sum of one of its arrays (optional)."""
         raise Unsupported(f"no reduction for {self.name}")
 
     @staticmethod
     def read_result(y: Any) -> Observed:
-        """What the checker sees of ``y``, an array of one of ``result_modules``."""
-        raise NotImplementedError
+        """What the checker sees of ``y``, an array of one of ``result_modules`` (default: what
+        its DLPack export says, see :func:`observe_dlpack`)."""
+        return observe_dlpack(y)
 
     def __repr__(self) -> str:
         return f"<{self.name}>"

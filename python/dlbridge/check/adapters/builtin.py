@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 
 from .. import refcapsule as rc
-from .base import Library, RefResult, Unsupported
+from .base import Adapter, RefResult, Unsupported
 
 
-class PythonLib(Library):
+class PythonLib(Adapter):
     """Python's own objects: a memoryview over the data (buffer protocol), and lists."""
 
     name = "python"
@@ -38,7 +38,7 @@ class PythonLib(Library):
         return np.asarray(x).__array_interface__["data"][0] if isinstance(x, memoryview) else None
 
 
-class RefLib(Library):
+class RefLib(Adapter):
     """The checker's own reference DLPack producer and consumer (ctypes)."""
 
     name = "dlpack-ref"

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from ...namespaces.cuda import CuPy
-from .base import Library, Observed, Unsupported, det_values, dlpack_device, ops_view
+from .base import Adapter, Observed, Unsupported, det_values, dlpack_device, ops_view
 
 
-class CupyLib(Library, namespace=CuPy):
+class CupyLib(Adapter, namespace=CuPy):
     """CuPy: needs a CUDA device. Importing it works without one (cupy 14), using it does not:
     discovery runs a device probe in a subprocess and reports the library as not installed, with
     the reason, when the probe fails."""

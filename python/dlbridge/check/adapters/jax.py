@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from ...namespaces.jax import Jax
-from .base import Library, Observed, Unsupported, dlpack_device
+from .base import Adapter, Observed, Unsupported, dlpack_device
 
 
-class JaxLib(Library, namespace=Jax):
+class JaxLib(Adapter, namespace=Jax):
     rank = 3
     result_modules = ("jax", "jaxlib")
     readonly_results = True

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from ...namespaces.mlx import Mlx
-from .base import Library, Observed, Unsupported, det_values, observe_capsule_of, ops_view
+from .base import Adapter, Observed, Unsupported, det_values, observe_capsule_of, ops_view
 
 
-class MlxLib(Library, namespace=Mlx):
+class MlxLib(Adapter, namespace=Mlx):
     rank = 13
     result_modules = ("mlx",)
     note = (

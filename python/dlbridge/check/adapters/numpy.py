@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from ...namespaces.numpy import ArrayApiStrict, NumPy
-from .base import Library, Observed, Unsupported, observe_numpy, reference
+from .base import Adapter, Observed, Unsupported, observe_numpy, reference
 
 
-class NumPyLib(Library, namespace=NumPy):
+class NumPyLib(Adapter, namespace=NumPy):
     rank = 1
     readonly_results = True
 
@@ -35,7 +35,7 @@ class NumPyLib(Library, namespace=NumPy):
         return complex(np.sum(y))
 
 
-class ArrayApiStrictLib(Library, namespace=ArrayApiStrict):
+class ArrayApiStrictLib(Adapter, namespace=ArrayApiStrict):
     rank = 6
     result_modules = ("array_api_strict",)
     readonly_results = True

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..._layout import negative_strides
 from ...namespaces.paddle import Paddle
-from .base import Library, Observed, Recipe, Unsupported, det_values, observe_capsule_of, ops_view
+from .base import Adapter, Observed, Recipe, Unsupported, det_values, observe_capsule_of, ops_view
 
 
 def _steps(recipe: Recipe) -> list[int]:
@@ -21,7 +21,7 @@ def _steps(recipe: Recipe) -> list[int]:
     ]
 
 
-class PaddleLib(Library, namespace=Paddle):
+class PaddleLib(Adapter, namespace=Paddle):
     rank = 12
     result_modules = ("paddle",)
     slow_import = True  # about 3 s

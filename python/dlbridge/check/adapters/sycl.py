@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from ...namespaces.sycl import Dpnp
-from .base import Library, Observed, Unsupported, det_values, dlpack_device
+from .base import Adapter, Observed, Unsupported, det_values, dlpack_device
 
 
-class DpnpLib(Library, namespace=Dpnp):
+class DpnpLib(Adapter, namespace=Dpnp):
     rank = 5
     result_modules = ("dpnp", "dpctl")
     readonly_results = True

@@ -8,10 +8,10 @@ import numpy as np
 
 from ...namespaces.tensorflow import TensorFlow
 from .. import refcapsule as rc
-from .base import Library, Observed, Unsupported, from_capsule_info
+from .base import Adapter, Observed, Unsupported, from_capsule_info
 
 
-class TensorFlowLib(Library, namespace=TensorFlow):
+class TensorFlowLib(Adapter, namespace=TensorFlow):
     rank = 8
     result_modules = ("tensorflow",)
     readonly_results = True

@@ -9,7 +9,7 @@ import numpy as np
 from ..._layout import negative_strides
 from ...namespaces.torch import Torch
 from .. import refcapsule as rc
-from .base import Library, Observed, Unsupported, det_values, dlpack_device
+from .base import Adapter, Observed, Unsupported, det_values, dlpack_device
 
 
 def _torch_dtype(torch: Any, name: str) -> Any:
@@ -19,7 +19,7 @@ def _torch_dtype(torch: Any, name: str) -> Any:
     return dt
 
 
-class TorchLib(Library, namespace=Torch):
+class TorchLib(Adapter, namespace=Torch):
     rank = 2
     result_modules = ("torch",)
 

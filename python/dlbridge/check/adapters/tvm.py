@@ -9,7 +9,7 @@ import numpy as np
 from ...namespaces.base import HOST_TYPES
 from ...namespaces.tvm import TvmFfi
 from .. import refcapsule as rc
-from .base import Library, Observed, Unsupported, dlpack_device, from_capsule_info
+from .base import Adapter, Observed, Unsupported, dlpack_device, from_capsule_info
 
 
 def _device_values(y: Any) -> np.ndarray | None:
@@ -25,7 +25,7 @@ def _device_values(y: Any) -> np.ndarray | None:
     return None
 
 
-class TvmFfiLib(Library, namespace=TvmFfi):
+class TvmFfiLib(Adapter, namespace=TvmFfi):
     rank = 7
     result_modules = ("tvm_ffi",)
     takes_kwargs = False

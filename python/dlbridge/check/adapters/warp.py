@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 
 from ...namespaces.warp import Warp
-from .base import Library, Observed, Unsupported, observe_capsule_of
+from .base import Adapter, Observed, Unsupported, observe_capsule_of
 
 
-class WarpLib(Library, namespace=Warp):
+class WarpLib(Adapter, namespace=Warp):
     rank = 14
     result_modules = ("warp",)
     takes_kwargs = False
