@@ -29,16 +29,37 @@ ITEM = re.compile(r"^dlbridge-check::(\S+) (PASSED|FAILED|SKIPPED|XFAIL|XPASS|ER
 ABSENT = next((d.name for d in discover() if not d.installed and not d.builtin), None)
 
 
+#: the adapter of a library that holds C-contiguous arrays only (NumPy's, copied)
+FLAT_ADAPTER = """
+import numpy as np
+from dlbridge.check import Adapter, Unsupported
+
+class FlatAdapter(Adapter):
+    name = "flatlib"
+    module = "numpy"
+
+    def make(self, recipe, ref):
+        if not ref.flags.c_contiguous:
+            raise Unsupported("flatlib holds C-contiguous arrays only")
+        return np.array(ref, copy=True)
+
+    def from_dlpack(self, obj, **kw):
+        return np.from_dlpack(obj, **kw)
+"""
+
+
 def installed(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
 def pytest_run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """pytest ARGS in ``cwd``, with the plugin (named with -p unless dlbridge is installed with
-    its entry point, which loads it anyway: pytest refuses one plugin under two names)."""
+    """pytest ARGS in ``cwd`` (also on the path of it and of the checker's workers), with the
+    plugin (named with -p unless dlbridge is installed with its entry point, which loads it
+    anyway: pytest refuses one plugin under two names)."""
     loaded = any(ep.value == PLUGIN for ep in entry_points(group="pytest11"))
     plugin = [] if loaded else ["-p", PLUGIN]
-    env = {**os.environ, "COLUMNS": "200", "PYTHONIOENCODING": "utf-8"}
+    path = os.pathsep.join(filter(None, [str(cwd), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "COLUMNS": "200", "PYTHONIOENCODING": "utf-8", "PYTHONPATH": path}
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *plugin, *args],
@@ -76,7 +97,20 @@ def test_without_the_option_nothing_is_added(tmp_path):
 def test_an_unknown_library_is_a_usage_error(tmp_path):
     run = pytest_run(tmp_path, "--dlbridge-check=nosuchlib")
     assert run.returncode == pytest.ExitCode.USAGE_ERROR, run.stdout + run.stderr
-    assert "unknown libraries: nosuchlib" in run.stderr
+    assert "unknown library nosuchlib" in run.stderr
+
+
+def test_a_library_with_an_adapter_from_outside_dlbridge(tmp_path):
+    # module:object names the adapter, whose name ("flatlib") the items carry
+    (tmp_path / "flatlib_check.py").write_text(FLAT_ADAPTER)
+    run = pytest_run(tmp_path, "-v", "--dlbridge-check=flatlib_check:FlatAdapter",
+                     "--dlbridge-peers=numpy", "--dlbridge-cases=dtype/float64,layout/transposed")
+    assert run.returncode == 0, run.stdout + run.stderr
+    found = outcomes(run)
+    assert found["flatlib→numpy/dtype/float64"] == "PASSED", run.stdout
+    assert found["numpy→flatlib/layout/transposed"] == "PASSED", run.stdout
+    assert found["flatlib→numpy/layout/transposed"] == "SKIPPED", run.stdout  # it has no views
+    assert "flatlib holds C-contiguous arrays only" in run.stdout
 
 
 @pytest.mark.skipif(not installed("torch"), reason="needs torch")

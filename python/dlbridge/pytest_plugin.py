@@ -30,6 +30,8 @@ import pytest
 ARROW = "→"
 #: the name of the collector that holds the items
 COLLECTOR = "dlbridge-check"
+#: the library under test, as the checker names it (set when --dlbridge-check is given)
+LIBRARY = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -37,7 +39,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--dlbridge-check",
         metavar="LIB",
-        help="run dlbridge's conformance checker for the array library LIB: each exchange LIB "
+        help="run dlbridge's conformance checker for the array library LIB (any name the "
+        "checker's --libraries takes: one of its libraries, an adapter's entry point, "
+        "module:object naming an adapter, a module with __array_namespace__): each exchange LIB "
         "makes directly with a peer library (as producer and as consumer) is one test item "
         "'producer→consumer/case'; a finding against LIB fails, one against the peer only "
         "xfails, an unsupported exchange skips",
@@ -84,16 +88,19 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     from .check import _usage_error
     from .check.cases import select
-    from .check.libraries import discover
+    from .check.libraries import discover, use_names
 
     peers = _names(config.getoption("dlbridge_peers")) or []
     wrong = _usage_error([lib, *peers], None)
     if wrong:
         raise pytest.UsageError(f"--dlbridge-check / --dlbridge-peers: {wrong}")
-    found = {d.name: d for d in discover([lib])}
-    if not found[lib].installed:
-        why = f" ({found[lib].reason})" if found[lib].reason else ""
+    # LIB as the checker names it in its results (an adapter's name for module:object)
+    name = (use_names([lib]) or [lib])[0]
+    found = {d.name: d for d in discover([name])}
+    if not found[name].installed:
+        why = f" ({found[name].reason})" if found[name].reason else ""
         raise pytest.UsageError(f"--dlbridge-check: {lib} is not installed here{why}")
+    config.stash[LIBRARY] = name
     cases = _names(config.getoption("dlbridge_cases"))
     if cases and not select(cases):
         raise pytest.UsageError(
@@ -108,11 +115,11 @@ def pytest_collection_modifyitems(
 ) -> None:
     """Add the checker's items to whatever else was collected (also to nothing: no test file
     is needed), before -k, -m and --deselect choose among them."""
-    lib = config.getoption("dlbridge_check")
-    if lib is None:
+    if LIBRARY not in config.stash:
         return
     # the session's nodeid is "": without its own nodeid the collector's would be "::name"
-    collector = CheckCollector.from_parent(session, name=COLLECTOR, nodeid=COLLECTOR, lib=lib)
+    collector = CheckCollector.from_parent(session, name=COLLECTOR, nodeid=COLLECTOR,
+                                           lib=config.stash[LIBRARY])
     items.extend(session.genitems(collector))
 
 
@@ -129,8 +136,10 @@ class CheckCollector(pytest.Collector):
 
         config = self.config
         peers = _names(config.getoption("dlbridge_peers"))
+        # without peers: every library, LIB's adapter from outside dlbridge (resolved at
+        # configure) included
         doc, _, _ = run_check(
-            [self.lib, *peers] if peers else None,
+            [config.getoption("dlbridge_check"), *peers] if peers else None,
             _names(config.getoption("dlbridge_cases")),
             jobs=config.getoption("dlbridge_jobs"),
             involving=self.lib,
@@ -142,8 +151,8 @@ class CheckCollector(pytest.Collector):
                 items.append(MissingPeer.from_parent(
                     self, name=f"{self.lib}↔{peer}", lib=self.lib, peer=absent[peer]
                 ))
-        for r in doc["results"]:
-            if r["route"] == "direct" and self.lib in (r["producer"], r["consumer"]):
+        for r in doc["results"]:  # of LIB's pairs only (involving=)
+            if r["route"] == "direct":
                 name = f"{r['producer']}{ARROW}{r['consumer']}/{r['case']}"
                 items.append(CheckItem.from_parent(self, name=name, lib=self.lib, result=r,
                                                    doc=doc))
