@@ -16,6 +16,7 @@ Slow (a release build, two pip installs, NumPy from the package index) and so ru
 
 from __future__ import annotations
 
+import configparser
 import json
 import os
 import subprocess
@@ -89,6 +90,9 @@ def test_wheel_is_one_abi3_manylinux2014_wheel(dist):
         names = whl.namelist()
         info = next(n for n in names if n.endswith(".dist-info/METADATA"))
         meta = whl.read(info).decode()
+        points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        plugins = configparser.ConfigParser()
+        plugins.read_string(whl.read(points).decode())
     assert "dlbridge/_native.abi3.so" in names
     assert "dlbridge/py.typed" in names and "dlbridge/__init__.pyi" in names
     # the pure-Python modules and subpackages (python-source = "python" takes the whole tree)
@@ -100,6 +104,9 @@ def test_wheel_is_one_abi3_manylinux2014_wheel(dist):
     assert "Requires-Python: >=3.11" in meta
     assert "License-Expression: MIT OR Apache-2.0" in meta
     assert "Requires-Dist" not in meta  # no required Python dependencies
+    # pytest --dlbridge-check: pytest finds the plugin by its entry point
+    assert plugins["pytest11"]["dlbridge"] == "dlbridge.pytest_plugin"
+    assert "dlbridge/pytest_plugin.py" in names
 
 
 def test_sdist_has_the_sources_and_the_licenses(dist):

@@ -107,10 +107,13 @@ def run_check(
     isolate: str = "producer",
     progress=None,
     fail_on: list[str] | None = None,
+    involving: str | None = None,
 ) -> tuple[dict, list[str], list[str]]:
     """Run the checker; returns (JSON document, producers, consumers). ``libraries`` and
     ``fail_on`` take the names of the command line (``--libraries``), adapters from outside
-    dlbridge included: LookupError or TypeError for one that names no adapter."""
+    dlbridge included: LookupError or TypeError for one that names no adapter. ``involving``
+    (a library's name as the results give it): only the pairs with this library as producer or
+    consumer (one library's conformance run)."""
     import dlbridge
 
     from .runner import run_units
@@ -125,6 +128,8 @@ def run_check(
     units = []
     for p in producers:
         for c in consumers:
+            if involving is not None and involving not in (p, c):
+                continue
             for case in chosen:
                 if case.producers is not None and p not in case.producers:
                     continue
