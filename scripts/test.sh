@@ -96,8 +96,8 @@ export PYO3_ENVIRONMENT_SIGNATURE
 # (--no-site-packages: every peer, NumPy too, unknown to mypy), as dlbridge needs none of them;
 # the second run keeps its own cache (about 3 s of CPU cold, under 1 s warm).
 step "$PY" -m ruff check python tests benches scripts
-step "$PY" -m mypy -p dlbridge
-step "$PY" -m mypy --no-site-packages --cache-dir .mypy_cache/no-site-packages -p dlbridge
+step "$PY" -m mypy -p dlbridge -p _dlbridge_pytest
+step "$PY" -m mypy --no-site-packages --cache-dir .mypy_cache/no-site-packages -p dlbridge -p _dlbridge_pytest
 # The type stubs (_native.pyi, __init__.pyi) against the built module, and every other module
 # against itself at run time: names, signatures, positional-only arguments, @final classes.
 # The allowlist holds only what stubtest cannot express (each entry says why). About a minute

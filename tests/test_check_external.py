@@ -124,10 +124,11 @@ def test_names_that_resolve_to_no_adapter_are_usage_errors(tmp_path, name, says)
     assert "dlbridge's libraries: array_api_strict" in run.output
 
 
-def test_fail_on_takes_the_same_names(tmp_path):
+@pytest.mark.parametrize("name", ["flatlib_check:FlatAdapter", "flatlib"])
+def test_fail_on_takes_the_spec_or_the_adapters_name(tmp_path, name):
     env = _site(tmp_path)
     run_checker(tmp_path, "--libraries", "numpy,flatlib_check:FlatAdapter", CASES,
-                "--fail-on", "flatlib_check:FlatAdapter", env=env, expect=0)
+                "--fail-on", name, env=env, expect=0)
 
 
 def test_automatic_adapter_checks_a_real_array_api_library(tmp_path):

@@ -128,7 +128,7 @@ def pytest_in(venv: Path, cwd: Path, library: str) -> subprocess.CompletedProces
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "COLUMNS": "200"}
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.run(
-        [str(venv), "-m", "pytest", "-p", "dlbridge.pytest_plugin", "-p", "no:cacheprovider",
+        [str(venv), "-m", "pytest", "-p", "_dlbridge_pytest", "-p", "no:cacheprovider",
          "-v", f"--dlbridge-check={library}", "--dlbridge-peers=numpy",
          "--dlbridge-cases=readonly/*,copy/*"],
         cwd=cwd, capture_output=True, text=True, env=env, timeout=600,

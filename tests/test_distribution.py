@@ -105,8 +105,8 @@ def test_wheel_is_one_abi3_manylinux2014_wheel(dist):
     assert "License-Expression: MIT OR Apache-2.0" in meta
     assert "Requires-Dist" not in meta  # no required Python dependencies
     # pytest --dlbridge-check: pytest finds the plugin by its entry point
-    assert plugins["pytest11"]["dlbridge"] == "dlbridge.pytest_plugin"
-    assert "dlbridge/pytest_plugin.py" in names
+    assert plugins["pytest11"]["dlbridge"] == "_dlbridge_pytest"
+    assert "_dlbridge_pytest/__init__.py" in names and "dlbridge/pytest_plugin.py" in names
 
 
 def test_sdist_has_the_sources_and_the_licenses(dist):

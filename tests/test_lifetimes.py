@@ -417,3 +417,18 @@ def test_interpreter_shutdown_with_live_tensors(with_torch):
     assert proc.stdout.strip() == "ok"
     assert "Fatal Python error" not in proc.stderr
     assert "panicked" not in proc.stderr
+
+
+def test_a_consumers_refusal_survives_the_producers_python_deleter():
+    """When a consumer refuses a temporary Tensor, its last owner goes while the consumer's
+    exception is in flight, and the producer's deleter then runs Python code (the reference
+    producer's is a ctypes callback): the consumer's exception must come out, not a
+    SystemError ("error return without exception set")."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from dlbridge.check.refcapsule import RefArray
+
+    for _ in range(3):
+        source = RefArray(np.arange(4.0).astype(ml_dtypes.bfloat16))
+        with pytest.raises(BufferError):  # NumPy has no bfloat16 of its own
+            np.from_dlpack(dlbridge.from_dlpack(source))
+        assert source.deleter_calls == source.exports == 1

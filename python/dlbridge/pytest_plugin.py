@@ -13,14 +13,13 @@ with LIB as producer or consumer becomes one item, named ``producer→consumer/c
 - xfail: a finding against the other library only (not LIB's to fix), the reason names it;
 - fail with "not a finding against LIB": the checker or dlbridge failed (report it to dlbridge).
 
-The checker runs once per session, at collection, in its own worker processes. Without
-``--dlbridge-check`` the plugin adds nothing, and importing it imports nothing heavy: pytest
-loads it in every run of a venv that has dlbridge.
+The checker runs once per session, at collection, in its own worker processes. pytest loads
+:mod:`_dlbridge_pytest` (the options) in every run of a venv that has dlbridge; it imports this
+module, and with it dlbridge, only when ``--dlbridge-check`` is given.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -32,42 +31,6 @@ ARROW = "→"
 COLLECTOR = "dlbridge-check"
 #: the library under test, as the checker names it (set when --dlbridge-check is given)
 LIBRARY = pytest.StashKey[str]()
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("dlbridge", "dlbridge conformance checker")
-    group.addoption(
-        "--dlbridge-check",
-        metavar="LIB",
-        help="run dlbridge's conformance checker for the array library LIB (any name the "
-        "checker's --libraries takes: one of its libraries, an adapter's entry point, "
-        "module:object naming an adapter, a module with __array_namespace__): each exchange LIB "
-        "makes directly with a peer library (as producer and as consumer) is one test item "
-        "'producer→consumer/case'; a finding against LIB fails, one against the peer only "
-        "xfails, an unsupported exchange skips",
-    )
-    group.addoption(
-        "--dlbridge-peers",
-        metavar="LIB[,LIB...]",
-        help="with --dlbridge-check: the peer libraries to exchange with (default: every "
-        "installed one the checker knows); the checker's reference producer/consumer "
-        "(dlpack-ref) and python (memoryview) are always peers; a peer named here that is not "
-        "installed gives one skipped item",
-    )
-    group.addoption(
-        "--dlbridge-cases",
-        metavar="CASES",
-        help="with --dlbridge-check: comma-separated case ids, globs (layout/*), features "
-        "(dtype) or catalog cases (C13), as the checker's --cases (default: every case)",
-    )
-    group.addoption(
-        "--dlbridge-jobs",
-        metavar="N",
-        type=int,
-        default=os.cpu_count() or 2,
-        help="with --dlbridge-check: the checker's worker processes in parallel (default: CPU "
-        "count)",
-    )
 
 
 def _names(value: str | None) -> list[str] | None:

@@ -89,7 +89,7 @@ def use_names(specs: list[str] | None) -> list[str] | None:
 
 def _use(spec: str) -> str:
     for name, (known, _) in _EXTERNAL.items():
-        if known == spec:
+        if spec in (known, name):  # the name that resolved it, or the adapter's own name
             return name
     adapter = external.resolve(spec)
     if adapter.name in BUILTIN_NAMES or adapter.name in _EXTERNAL:

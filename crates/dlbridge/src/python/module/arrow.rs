@@ -95,13 +95,13 @@ pub(super) fn from_arrow<'py>(
     let values = imported.values;
     let values = import::apply_policy(&values, None, copy)?.unwrap_or(values);
     if !with_validity {
-        return Ok(Bound::new(py, PyTensor(values, names))?.into_any());
+        return Ok(Bound::new(py, PyTensor::of(values, names))?.into_any());
     }
     let valid = match imported.validity {
         Some(valid) => valid,
         None => all_valid(values.shape())?,
     };
-    let values = Bound::new(py, PyTensor(values, names.clone()))?;
-    let valid = Bound::new(py, PyTensor(valid, names))?;
+    let values = Bound::new(py, PyTensor::of(values, names.clone()))?;
+    let valid = Bound::new(py, PyTensor::of(valid, names))?;
     Ok(PyTuple::new(py, [values.into_any(), valid.into_any()])?.into_any())
 }

@@ -31,9 +31,9 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Tensor {
             }
         }
         if let Ok(t) = obj.cast_exact::<PyTensor>() {
-            return Ok(t.get().0.clone());
+            return Ok(t.get().tensor().clone());
         }
-        Ok(import_object(&obj, None, None)?.0)
+        Ok(import_object(&obj, None, None)?.tensor().clone())
     }
 }
 
@@ -44,7 +44,7 @@ impl<'py> IntoPyObject<'py> for Tensor {
 
     fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyTensor>> {
         fastcall::install_dlpack_method(py)?;
-        Bound::new(py, PyTensor(self, None))
+        Bound::new(py, PyTensor::of(self, None))
     }
 }
 
@@ -89,9 +89,9 @@ impl Import {
             other => other,
         };
         let imported = if let Ok(t) = obj.cast_exact::<PyTensor>() {
-            super::tensor::reimported(t, self.device, copy).map(|t| t.get().0.clone())
+            super::tensor::reimported(t, self.device, copy).map(|t| t.get().tensor().clone())
         } else {
-            import_object(obj, self.device, copy).map(|t| t.0)
+            import_object(obj, self.device, copy).map(|t| t.tensor().clone())
         };
         let tensor = match imported {
             Err(e) if self.writable && e.is_instance_of::<PyBufferError>(obj.py()) => {

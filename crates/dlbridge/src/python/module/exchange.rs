@@ -82,7 +82,7 @@ unsafe extern "C" fn managed_tensor_to_py_object(
         // SAFETY: the caller hands over an owned versioned managed tensor (stolen).
         let managed = unsafe { ManagedTensor::from_versioned(tensor) }
             .ok_or_else(|| PyBufferError::new_err("NULL managed tensor"))?;
-        let object = Py::new(py, PyTensor(Tensor::from_managed(managed)?, None))?;
+        let object = Py::new(py, PyTensor::of(Tensor::from_managed(managed)?, None))?;
         // SAFETY: `out` is the caller's out-parameter and receives a new reference.
         unsafe { *out = object.into_ptr().cast() };
         Ok(())

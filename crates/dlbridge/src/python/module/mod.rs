@@ -48,7 +48,7 @@ fn from_dlpack<'py>(
 #[pyfunction]
 fn copyto(dst: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<()> {
     let src = match src.cast::<PyTensor>() {
-        Ok(t) => t.get().0.clone(),
+        Ok(t) => t.get().tensor().clone(),
         Err(_) => import::from_object(src, None, None)?,
     };
     // The elements themselves have no lock, in Python as in NumPy: that no other thread reads

@@ -75,7 +75,7 @@ fn native<'py>(x: &Bound<'py, PyAny>, copy: Option<&Bound<'py, PyAny>>) -> PyRes
         return Ok(Route::Done(x.clone()));
     }
     let (tensor, given) = match x.cast_exact::<PyTensor>() {
-        Ok(t) => (t.get().0.clone(), Some(t)),
+        Ok(t) => (t.get().tensor().clone(), Some(t)),
         Err(_) if capsule::is_capsule(x) => return general(),
         // A table: the general path asks pandas for one array of its columns.
         Err(_) if protocols::of(x)?.pandas == Some(pandas::Kind::DataFrame) => return general(),
@@ -97,7 +97,7 @@ fn native<'py>(x: &Bound<'py, PyAny>, copy: Option<&Bound<'py, PyAny>>) -> PyRes
             // the tensor already imported.
             None => {
                 return Ok(Route::General(
-                    Bound::new(py, PyTensor(tensor, None))?.into_any(),
+                    Bound::new(py, PyTensor::of(tensor, None))?.into_any(),
                 ));
             }
         }

@@ -19,7 +19,7 @@ pub(super) fn _rebuild(
     metadata: &Bound<'_, PyAny>,
 ) -> PyResult<PyTensor> {
     let (tensor, names) = pickle::rebuild(payload, metadata)?;
-    Ok(PyTensor(tensor, names.map(Into::into)))
+    Ok(PyTensor::of(tensor, names.map(Into::into)))
 }
 
 /// `dlbridge.to_shared(x, /)`: `x` (imported like `from_dlpack`) in memory that other
@@ -29,11 +29,14 @@ pub(super) fn _rebuild(
 #[pyfunction]
 #[pyo3(signature = (x, /))]
 pub(super) fn to_shared(x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-    let PyTensor(tensor, names) = match x.cast::<PyTensor>() {
-        Ok(t) => PyTensor(t.get().0.clone(), t.get().1.clone()),
-        Err(_) => import_object(x, None, None)?,
+    let shared = match x.cast::<PyTensor>() {
+        Ok(t) => PyTensor::of(shared::to_shared(&t.get().0)?, t.get().1.clone()),
+        Err(_) => {
+            let imported = import_object(x, None, None)?;
+            PyTensor::of(shared::to_shared(&imported.0)?, imported.1.clone())
+        }
     };
-    Ok(PyTensor(shared::to_shared(&tensor)?, names))
+    Ok(shared)
 }
 
 /// The handle of a shared tensor, `("memfd", fd, length, metadata)` or
@@ -55,7 +58,7 @@ pub(super) fn _map_shared(
     metadata: &Bound<'_, PyAny>,
 ) -> PyResult<PyTensor> {
     let (tensor, names) = shared::map(fd, length, metadata)?;
-    Ok(PyTensor(tensor, names.map(Into::into)))
+    Ok(PyTensor::of(tensor, names.map(Into::into)))
 }
 
 /// Open a CUDA IPC handle sent by `_shared_handle` (in another process than the sender).
@@ -67,5 +70,5 @@ pub(super) fn _open_cuda_ipc(
     metadata: &Bound<'_, PyAny>,
 ) -> PyResult<PyTensor> {
     let (tensor, names) = shared::open_cuda(handle, allocation_size, metadata)?;
-    Ok(PyTensor(tensor, names.map(Into::into)))
+    Ok(PyTensor::of(tensor, names.map(Into::into)))
 }

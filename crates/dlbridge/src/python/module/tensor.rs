@@ -1,6 +1,7 @@
 //! `dlbridge.Tensor`: attributes, DLPack export, buffer protocol, array interface.
 
 use std::ffi::c_int;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueError};
@@ -10,6 +11,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyComplex, PyDict, PyInt, PyList, PyTuple};
 
 use crate::export::Flavor;
+use crate::python::raised::SavedException;
 use crate::python::{
     array_interface, arrow, buffer, capsule, cuda_array_interface, import, pickle, protocols,
 };
@@ -24,7 +26,38 @@ use super::types::{PyDType, PyDevice, parse_device, parse_dtype};
 /// or export does any work for them). Tensors pickle (zero-copy out of band with protocol 5 and
 /// a `buffer_callback`); `dlbridge.to_shared` makes one that `multiprocessing` sends as a handle.
 #[pyclass(name = "Tensor", module = "dlbridge", frozen)]
-pub struct PyTensor(pub(crate) Tensor, pub(crate) DimNames);
+pub struct PyTensor(pub(crate) ManuallyDrop<Tensor>, pub(crate) DimNames);
+
+impl PyTensor {
+    /// The Python face of `tensor`, with its dimensions' names.
+    pub(crate) fn of(tensor: Tensor, names: DimNames) -> Self {
+        Self(ManuallyDrop::new(tensor), names)
+    }
+
+    /// The tensor (a clone of it is a new owner of the same memory).
+    pub(crate) fn tensor(&self) -> &Tensor {
+        &self.0
+    }
+}
+
+/// Dropping the last owner of imported memory runs its producer's deleter, which may run Python
+/// code (a ctypes callback, an object's `__del__`), and a Tensor is often deallocated while an
+/// exception is in flight (a consumer that refused it): that code must neither see nor clear
+/// the exception, or the interpreter raises SystemError ("error return without exception set")
+/// in its place.
+impl Drop for PyTensor {
+    fn drop(&mut self) {
+        // SAFETY: a PyTensor is only dropped on a thread attached to the interpreter (its
+        // deallocation, or a failed `Py::new` inside a call from Python), so the exception in
+        // flight may be set aside and put back; the tensor is dropped exactly once, here, and
+        // never used again.
+        unsafe {
+            let saved = SavedException::take();
+            ManuallyDrop::drop(&mut self.0);
+            saved.restore();
+        }
+    }
+}
 
 /// One name per dimension (the first, Arrow's row dimension, is ""), or `None`.
 pub(super) type DimNames = Option<Arc<[String]>>;
@@ -49,8 +82,8 @@ pub(super) fn import_object(
     // The most common inputs in one step each (see `import::direct`).
     if let Some(tensor) = import::direct(x, &offers, device, copy)? {
         return Ok(match import::apply_policy(&tensor, device, copy)? {
-            None => PyTensor(tensor, None),
-            Some(copied) => PyTensor(copied, None),
+            None => PyTensor::of(tensor, None),
+            Some(copied) => PyTensor::of(copied, None),
         });
     }
     // The table and pyarrow's `__dlpack__` were asked already (not asked twice).
@@ -60,7 +93,7 @@ pub(super) fn import_object(
         ..offers
     };
     let (tensor, cell_names) = import::from_object_with(x, Some(rest), device, copy)?;
-    Ok(PyTensor(tensor, row_and_cell_names(cell_names)))
+    Ok(PyTensor::of(tensor, row_and_cell_names(cell_names)))
 }
 
 /// `slf` on `target`: itself when it is already there, else a copy made by dlbridge (host and
@@ -83,7 +116,7 @@ pub(super) fn reimported<'py>(
     };
     match import::apply_policy(&t.get().0, device, copy)? {
         None => Ok(t),
-        Some(copied) => Bound::new(t.py(), PyTensor(copied, t.get().1.clone())),
+        Some(copied) => Bound::new(t.py(), PyTensor::of(copied, t.get().1.clone())),
     }
 }
 
@@ -92,7 +125,7 @@ pub(super) fn reimported<'py>(
 fn copy_of<'py>(slf: &Bound<'py, PyTensor>, order: Order) -> PyResult<Bound<'py, PyTensor>> {
     let (tensor, names) = (&slf.get().0, &slf.get().1);
     match copied_where_it_is(tensor, order, cuda::StreamRequest::Default) {
-        Ok(copy) => Bound::new(slf.py(), PyTensor(copy, names.clone())),
+        Ok(copy) => Bound::new(slf.py(), PyTensor::of(copy, names.clone())),
         Err(err) if order == Order::C && !dlbridge_copies(tensor.device()) => {
             let kwargs = PyDict::new(slf.py());
             kwargs.set_item(intern!(slf.py(), "copy"), true)?;
@@ -150,7 +183,7 @@ pub(super) fn moved_to<'py>(
         }
         Err(err) => return Err(err.into()),
     };
-    Bound::new(slf.py(), PyTensor(moved, slf.get().1.clone()))
+    Bound::new(slf.py(), PyTensor::of(moved, slf.get().1.clone()))
 }
 
 /// `t.to_device(target)` and `t.copy()` for memory dlbridge cannot move or copy itself
@@ -374,7 +407,7 @@ impl PyTensor {
             .transpose()?;
         if let Ok(t) = x.cast::<PyTensor>() {
             let t = reimported(t, device, copy)?;
-            return Ok(PyTensor(t.get().0.clone(), t.get().1.clone()));
+            return Ok(PyTensor::of(t.get().tensor().clone(), t.get().1.clone()));
         }
         import_object(x, device, copy)
     }
@@ -480,7 +513,7 @@ impl PyTensor {
     /// Nested lists of Python scalars.
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let contiguous = if self.0.is_c_contiguous() {
-            self.0.clone()
+            self.tensor().clone()
         } else {
             self.0.copy(Order::C)?
         };
@@ -503,7 +536,7 @@ impl PyTensor {
         dtype: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyTensor>> {
         let dtype = parse_dtype(dtype)?;
-        Bound::new(py, PyTensor(self.0.view_as(dtype)?, self.1.clone()))
+        Bound::new(py, PyTensor::of(self.0.view_as(dtype)?, self.1.clone()))
     }
 
     /// A new, writable, contiguous copy (`order` "C" or "F") with `is_copied` set, on the
@@ -543,7 +576,7 @@ impl PyTensor {
         let rebuild = py.import("dlbridge._native")?.getattr("_rebuild")?;
         let (tensor, names) = (&slf.get().0, slf.get().1.as_deref());
         pickle::reduce_ex(py, tensor, names, protocol, rebuild, |bytes| {
-            Ok(Bound::new(py, PyTensor(bytes, None))?.into_any())
+            Ok(Bound::new(py, PyTensor::of(bytes, None))?.into_any())
         })
     }
 
@@ -670,7 +703,7 @@ impl PyTensor {
         view: *mut pyo3::ffi::Py_buffer,
         flags: c_int,
     ) -> PyResult<()> {
-        let tensor = slf.get().0.clone();
+        let tensor = slf.get().tensor().clone();
         // SAFETY: CPython passes a Py_buffer it owns; it calls __releasebuffer__ on it later.
         unsafe { buffer::fill(view, flags, &tensor, slf.into_any()) }
     }
