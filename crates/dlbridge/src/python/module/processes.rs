@@ -29,9 +29,9 @@ pub(super) fn _rebuild(
 #[pyfunction]
 #[pyo3(signature = (x, /))]
 pub(super) fn to_shared(x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-    let PyTensor(tensor, names) = match x.cast::<PyTensor>() {
-        Ok(t) => PyTensor(t.get().0.clone(), t.get().1.clone()),
-        Err(_) => import_object(x, None, None)?,
+    let PyTensor(tensor, names) = match super::instance::<PyTensor>(x) {
+        Some(t) => PyTensor(t.get().0.clone(), t.get().1.clone()),
+        None => import_object(x, None, None)?,
     };
     Ok(PyTensor(shared::to_shared(&tensor)?, names))
 }
