@@ -506,3 +506,21 @@ def test_module_functions_take_no_shared_reference_count():
     assert {"from_dlpack", "to_numpy", "copyto"} <= functions.keys()
     for name, f in functions.items():
         assert sys.getrefcount(f) > bias // 2, f"{name} has a plain reference count"
+
+
+def test_class_types_take_no_shared_reference_count():
+    """On a free-threaded interpreter, ``Tensor``, ``DType`` and ``Device`` are immortal, as
+    CPython's static types are: every instance holds a reference to its type, and freeing one
+    would otherwise change the type's shared count from every thread (an import makes and
+    frees a ``Tensor`` on each call)."""
+    import sys
+    import sysconfig
+
+    if not sysconfig.get_config_var("Py_GIL_DISABLED"):
+        pytest.skip("not a free-threaded interpreter: references are plain increments")
+    for ty in (dlbridge.Tensor, dlbridge.DType, dlbridge.Device):
+        assert sys._is_immortal(ty), ty
+    # Instances still come and go as before.
+    t = dlbridge.from_dlpack(np.arange(3.0))
+    assert (type(t), str(t.dtype), str(t.device)) == (dlbridge.Tensor, "float64", "cpu")
+    assert np.from_dlpack(t).tolist() == [0.0, 1.0, 2.0]

@@ -9,8 +9,8 @@
 //! the other through DLPack like any other producer's.
 
 mod arrow;
+mod contention;
 mod convert;
-mod deferred;
 mod exchange;
 mod fastcall;
 mod numpy;
@@ -97,6 +97,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "_LEGACY_CAPSULES_WRITABLE",
         crate::python::producers::LEGACY_CAPSULES_WRITABLE,
     )?;
+    contention::immortalize(&m.py().get_type::<PyTensor>());
+    contention::immortalize(&m.py().get_type::<PyDType>());
+    contention::immortalize(&m.py().get_type::<PyDevice>());
     m.add_class::<PyTensor>()?;
     fastcall::install(m)?;
     m.add_class::<PyDType>()?;
@@ -105,13 +108,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "NoProtocolError",
         crate::python::errors::no_protocol_error_type(m.py())?,
     )?;
-    deferred::add_function(m, wrap_pyfunction!(copyto, m)?)?;
-    deferred::add_function(m, wrap_pyfunction!(arrow::from_arrow, m)?)?;
-    deferred::add_function(m, wrap_pyfunction!(numpy::to_numpy, m)?)?;
-    deferred::add_function(m, wrap_pyfunction!(processes::to_shared, m)?)?;
-    deferred::add_function(m, wrap_pyfunction!(processes::_rebuild, m)?)?;
-    deferred::add_function(m, wrap_pyfunction!(processes::_shared_handle, m)?)?;
-    deferred::add_function(m, wrap_pyfunction!(processes::_map_shared, m)?)?;
-    deferred::add_function(m, wrap_pyfunction!(processes::_open_cuda_ipc, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(copyto, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(arrow::from_arrow, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(numpy::to_numpy, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(processes::to_shared, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(processes::_rebuild, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(processes::_shared_handle, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(processes::_map_shared, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(processes::_open_cuda_ipc, m)?)?;
     Ok(())
 }
