@@ -10,7 +10,9 @@ to measure what matters; under a GIL build the threads take turns and the ratios
 1.0, which the table then says.
 
 Throughput rows: each of N threads (N = 1, then 2) runs one workload on its own arrays for a
-fixed time, starting together at a barrier; the row reports the calls per second of all
+fixed time, starting together at a barrier, through a workload function of its own (threads
+that share one Python function contend on its reference count on a free-threaded build, a cost
+of the harness rather than of the workload); the row reports the calls per second of all
 threads together and the ratio ``2 threads / 1 thread``. The samples of 1 and 2 threads are
 interleaved (a b, b a, ...), so load drift on the shared machine hits both alike; the medians
 are compared. Workloads, each on a distinct 16-element float32 array per thread:
@@ -101,9 +103,15 @@ def workloads(np: Any, dlbridge: Any, torch: Any | None) -> dict[str, Callable[[
     }
 
 
-def throughput(work: Callable[[Any], None], arrays: list[Any], seconds: float) -> float:
-    """Calls per second of ``len(arrays)`` threads, each calling ``work`` on its own array
-    for ``seconds`` after starting together."""
+def throughput(
+    make_work: Callable[[], Callable[[Any], None]], arrays: list[Any], seconds: float
+) -> float:
+    """Calls per second of ``len(arrays)`` threads, each calling a workload function of its own
+    (made by ``make_work``) on its own array for ``seconds`` after starting together.
+
+    Each thread has its own function object because a call takes a reference to the function
+    and to its closure cells: on a free-threaded build, threads calling one shared nested
+    function contend on those reference counts, a cost of the harness, not of the workload."""
     n = len(arrays)
     counts = [0] * n
     start = threading.Barrier(n + 1)
@@ -111,6 +119,7 @@ def throughput(work: Callable[[Any], None], arrays: list[Any], seconds: float) -
 
     def run(k: int) -> None:
         a = arrays[k]
+        work = make_work()
         start.wait()
         i = 0
         deadline = stop[0]
@@ -181,14 +190,18 @@ def main(argv: list[str] | None = None) -> int:
 
     torch = try_import("torch")
     rows = []
-    for name, work in workloads(np, dlbridge, torch).items():
+    for name in workloads(np, dlbridge, torch):
+
+        def make(name: str = name) -> Callable[[Any], None]:
+            return workloads(np, dlbridge, torch)[name]
+
         ones = [np.arange(16, dtype=np.float32)]
         twos = [np.arange(16, dtype=np.float32) for _ in range(2)]
-        throughput(work, twos, cfg["seconds"] / 5)  # warm-up, both threads
+        throughput(make, twos, cfg["seconds"] / 5)  # warm-up, both threads
         values, errors = sample_interleaved(
             [
-                lambda w=work, arrays=ones: throughput(w, arrays, cfg["seconds"]),
-                lambda w=work, arrays=twos: throughput(w, arrays, cfg["seconds"]),
+                lambda arrays=ones: throughput(make, arrays, cfg["seconds"]),
+                lambda arrays=twos: throughput(make, arrays, cfg["seconds"]),
             ],
             cfg["samples"],
         )

@@ -479,3 +479,48 @@ def test_gil_stays_off_with_dlbridge_and_the_peers_imported():
     assert done.returncode == 0, done.stderr[-2000:]
     enabled, imported = done.stdout.split()
     assert enabled == "False", f"the GIL came back with {imported} imported"
+
+
+def test_module_functions_take_no_shared_reference_count():
+    """On a free-threaded interpreter, the extension's functions have deferred reference
+    counting, as CPython gives the functions of its own modules (``math.sqrt``): a thread that
+    loads ``dlbridge.from_dlpack`` then takes no reference to it, so threads calling it do not
+    all write one reference count (a cache line passed between cores on every call). CPython
+    reports the count of such an object with a large bias, which is what is compared."""
+    import math
+    import sys
+    import sysconfig
+    import types
+
+    if not sysconfig.get_config_var("Py_GIL_DISABLED"):
+        pytest.skip("not a free-threaded interpreter: references are plain increments")
+    bias = sys.getrefcount(math.sqrt)
+    assert bias > 2**32, "CPython's own functions are not deferred here: nothing to compare"
+    from dlbridge import _native
+
+    functions = {
+        name: f
+        for name in dir(_native)
+        if isinstance(f := getattr(_native, name), types.BuiltinFunctionType)
+    }
+    assert {"from_dlpack", "to_numpy", "copyto"} <= functions.keys()
+    for name, f in functions.items():
+        assert sys.getrefcount(f) > bias // 2, f"{name} has a plain reference count"
+
+
+def test_class_types_take_no_shared_reference_count():
+    """On a free-threaded interpreter, ``Tensor``, ``DType`` and ``Device`` are immortal, as
+    CPython's static types are: every instance holds a reference to its type, and freeing one
+    would otherwise change the type's shared count from every thread (an import makes and
+    frees a ``Tensor`` on each call)."""
+    import sys
+    import sysconfig
+
+    if not sysconfig.get_config_var("Py_GIL_DISABLED"):
+        pytest.skip("not a free-threaded interpreter: references are plain increments")
+    for ty in (dlbridge.Tensor, dlbridge.DType, dlbridge.Device):
+        assert sys._is_immortal(ty), ty
+    # Instances still come and go as before.
+    t = dlbridge.from_dlpack(np.arange(3.0))
+    assert (type(t), str(t.dtype), str(t.device)) == (dlbridge.Tensor, "float64", "cpu")
+    assert np.from_dlpack(t).tolist() == [0.0, 1.0, 2.0]

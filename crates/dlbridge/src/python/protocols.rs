@@ -55,6 +55,10 @@ pub(crate) struct Protocols {
 
 /// One cached type; entries are leaked on purpose (they live as long as the process, like the
 /// strong reference to the type they hold) so that [`LAST`] can point at them without a lock.
+/// Every thread reads the entry of its arrays' type on every import, so it has cache lines of
+/// its own (128 bytes: a line and the one fetched with it): a small heap block written by one
+/// thread on every call (an owner's count) next to it would make the others' reads miss.
+#[repr(align(128))]
 struct Entry {
     ty: Py<PyType>,
     protocols: Protocols,

@@ -30,7 +30,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Tensor {
                 });
             }
         }
-        if let Ok(t) = obj.cast_exact::<PyTensor>() {
+        if let Some(t) = super::exact::<PyTensor>(&obj) {
             return Ok(t.get().tensor().clone());
         }
         Ok(import_object(&obj, None, None)?.tensor().clone())
@@ -88,7 +88,7 @@ impl Import {
             None if self.writable => Some(false),
             other => other,
         };
-        let imported = if let Ok(t) = obj.cast_exact::<PyTensor>() {
+        let imported = if let Some(t) = super::exact::<PyTensor>(obj) {
             super::tensor::reimported(t, self.device, copy).map(|t| t.get().tensor().clone())
         } else {
             import_object(obj, self.device, copy).map(|t| t.tensor().clone())

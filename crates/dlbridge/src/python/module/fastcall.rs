@@ -244,6 +244,7 @@ pub(super) fn install(m: &Bound<'_, PyModule>) -> PyResult<()> {
             ffi::PyCFunction_NewEx(def, m.as_ptr(), m.name()?.as_ptr()),
         )?
     };
+    super::contention::defer(&function);
     m.add("from_dlpack", function)
 }
 

@@ -9,6 +9,7 @@
 //! the other through DLPack like any other producer's.
 
 mod arrow;
+mod contention;
 mod convert;
 mod exchange;
 mod fastcall;
@@ -18,6 +19,7 @@ mod pyarrow;
 mod tensor;
 mod types;
 
+use pyo3::PyTypeInfo;
 use pyo3::prelude::*;
 
 use crate::Device;
@@ -36,10 +38,28 @@ fn from_dlpack<'py>(
     device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    if let Ok(t) = x.cast_exact::<PyTensor>() {
+    if let Some(t) = exact::<PyTensor>(x) {
         return tensor::reimported(t, device, copy);
     }
     Bound::new(x.py(), import_object(x, device, copy)?)
+}
+
+/// `obj` as a `T` when its type is exactly `T`'s. Unlike `cast_exact`, a miss makes no error
+/// (`CastError`), which would take and drop a reference to `T`'s type object: on a
+/// free-threaded interpreter those are atomic operations on a count all threads share, so that
+/// threads importing other arrays would pass that cache line back and forth on every call.
+fn exact<'a, 'py, T: PyTypeInfo>(obj: &'a Bound<'py, PyAny>) -> Option<&'a Bound<'py, T>> {
+    obj.is_exact_instance_of::<T>()
+        .then(|| obj.cast_exact::<T>().ok())
+        .flatten()
+}
+
+/// `obj` as a `T` when it is an instance of `T` (or a subclass), without `cast`'s error on a
+/// miss (see [`exact`]).
+fn instance<'a, 'py, T: PyTypeInfo>(obj: &'a Bound<'py, PyAny>) -> Option<&'a Bound<'py, T>> {
+    obj.is_instance_of::<T>()
+        .then(|| obj.cast::<T>().ok())
+        .flatten()
 }
 
 /// Copy the elements of `src` into the existing, writable tensor `dst` (`numpy.copyto`
@@ -47,9 +67,9 @@ fn from_dlpack<'py>(
 /// with `numpy.copyto`, no other thread may read or write `dst`'s elements during the copy.
 #[pyfunction]
 fn copyto(dst: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<()> {
-    let src = match src.cast::<PyTensor>() {
-        Ok(t) => t.get().tensor().clone(),
-        Err(_) => import::from_object(src, None, None)?,
+    let src = match instance::<PyTensor>(src) {
+        Some(t) => t.get().tensor().clone(),
+        None => import::from_object(src, None, None)?,
     };
     // The elements themselves have no lock, in Python as in NumPy: that no other thread reads
     // or writes them during the copy is the caller's rule, exactly as with `numpy.copyto` (on
@@ -77,6 +97,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "_LEGACY_CAPSULES_WRITABLE",
         crate::python::producers::LEGACY_CAPSULES_WRITABLE,
     )?;
+    contention::immortalize(&m.py().get_type::<PyTensor>());
+    contention::immortalize(&m.py().get_type::<PyDType>());
+    contention::immortalize(&m.py().get_type::<PyDevice>());
     m.add_class::<PyTensor>()?;
     fastcall::install(m)?;
     m.add_class::<PyDType>()?;
@@ -85,13 +108,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         "NoProtocolError",
         crate::python::errors::no_protocol_error_type(m.py())?,
     )?;
-    m.add_function(wrap_pyfunction!(copyto, m)?)?;
-    m.add_function(wrap_pyfunction!(arrow::from_arrow, m)?)?;
-    m.add_function(wrap_pyfunction!(numpy::to_numpy, m)?)?;
-    m.add_function(wrap_pyfunction!(processes::to_shared, m)?)?;
-    m.add_function(wrap_pyfunction!(processes::_rebuild, m)?)?;
-    m.add_function(wrap_pyfunction!(processes::_shared_handle, m)?)?;
-    m.add_function(wrap_pyfunction!(processes::_map_shared, m)?)?;
-    m.add_function(wrap_pyfunction!(processes::_open_cuda_ipc, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(copyto, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(arrow::from_arrow, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(numpy::to_numpy, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(processes::to_shared, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(processes::_rebuild, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(processes::_shared_handle, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(processes::_map_shared, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(processes::_open_cuda_ipc, m)?)?;
     Ok(())
 }

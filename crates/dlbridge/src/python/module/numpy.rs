@@ -74,13 +74,13 @@ fn native<'py>(x: &Bound<'py, PyAny>, copy: Option<&Bound<'py, PyAny>>) -> PyRes
     if api.is_ndarray(x) && copy != Some(true) {
         return Ok(Route::Done(x.clone()));
     }
-    let (tensor, given) = match x.cast_exact::<PyTensor>() {
-        Ok(t) => (t.get().tensor().clone(), Some(t)),
-        Err(_) if capsule::is_capsule(x) => return general(),
+    let (tensor, given) = match super::exact::<PyTensor>(x) {
+        Some(t) => (t.get().tensor().clone(), Some(t)),
+        None if capsule::is_capsule(x) => return general(),
         // A table: the general path asks pandas for one array of its columns.
-        Err(_) if protocols::of(x)?.pandas == Some(pandas::Kind::DataFrame) => return general(),
+        None if protocols::of(x)?.pandas == Some(pandas::Kind::DataFrame) => return general(),
         // Only copy=False reaches the import: any copy is made below, on the host.
-        Err(_) => (import::import(x, None, copy.filter(|c| !c))?, None),
+        None => (import::import(x, None, copy.filter(|c| !c))?, None),
     };
     if tensor.device() != Device::CPU {
         // A transfer is the producer's to make (it knows its device): from `x` itself.

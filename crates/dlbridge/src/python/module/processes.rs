@@ -29,9 +29,9 @@ pub(super) fn _rebuild(
 #[pyfunction]
 #[pyo3(signature = (x, /))]
 pub(super) fn to_shared(x: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-    let shared = match x.cast::<PyTensor>() {
-        Ok(t) => PyTensor::of(shared::to_shared(&t.get().0)?, t.get().1.clone()),
-        Err(_) => {
+    let shared = match super::instance::<PyTensor>(x) {
+        Some(t) => PyTensor::of(shared::to_shared(&t.get().0)?, t.get().1.clone()),
+        None => {
             let imported = import_object(x, None, None)?;
             PyTensor::of(shared::to_shared(&imported.0)?, imported.1.clone())
         }

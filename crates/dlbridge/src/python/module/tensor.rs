@@ -405,7 +405,7 @@ impl PyTensor {
             .filter(|d| !d.is_none())
             .map(parse_device)
             .transpose()?;
-        if let Ok(t) = x.cast::<PyTensor>() {
+        if let Some(t) = super::instance::<PyTensor>(x) {
             let t = reimported(t, device, copy)?;
             return Ok(PyTensor::of(t.get().tensor().clone(), t.get().1.clone()));
         }

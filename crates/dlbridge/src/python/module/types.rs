@@ -20,7 +20,7 @@ pub struct PyDType(pub(crate) DType);
 /// type that names no dtype dlbridge knows.
 pub(super) fn parse_dtype(obj: &Bound<'_, PyAny>) -> PyResult<DType> {
     let py = obj.py();
-    if let Ok(d) = obj.cast::<PyDType>() {
+    if let Some(d) = super::instance::<PyDType>(obj) {
         return Ok(d.get().0);
     }
     // A special method, looked up on the type as Python does (a class passed as a dtype does
@@ -211,7 +211,7 @@ pub struct PyDevice(pub(crate) Device);
 /// dpnp/dpctl (SYCL devices, which are DLPack's oneAPI devices). TypeError for any other type,
 /// ValueError for a value of the right type that names no device.
 pub(super) fn parse_device(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
-    if let Ok(d) = obj.cast::<PyDevice>() {
+    if let Some(d) = super::instance::<PyDevice>(obj) {
         return Ok(d.get().0);
     }
     if let Ok(s) = obj.extract::<String>() {
