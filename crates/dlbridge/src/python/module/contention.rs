@@ -62,13 +62,14 @@ pub(super) fn immortalize(ty: &Bound<'_, PyType>) {
         // `Include/internal/pycore_object.h`, exported by CPython 3.14 (`PyAPI_FUNC`).
         fn _Py_SetImmortal(op: *mut ffi::PyObject);
     }
-    // SAFETY: `ty` is a live heap type and the thread is attached. The call stops the garbage
-    // collector tracking `ty` and stores an immortal count, with plain stores: a thread changing
-    // the count at that moment can only undo the immortality (the owning thread's non-atomic
-    // store) or leave the count too high, never make it reach zero, since the reference PyO3
-    // keeps for the rest of the process is counted either by the owning thread, whose count
-    // then stays above zero, or, once merged, in a count that no thread owns and whose
-    // immortality nothing undoes. Immortal, the type is never freed, as PyO3 never frees it.
+    // The call stops the garbage collector tracking `ty` and stores an immortal count, with
+    // plain stores: a thread changing the count at that moment can only undo the immortality
+    // (the owning thread's non-atomic store) or leave the count too high, never make it reach
+    // zero, since the reference PyO3 keeps for the rest of the process is counted either by the
+    // owning thread, whose count then stays above zero, or, once merged, in a count that no
+    // thread owns and whose immortality nothing undoes.
+    // SAFETY: `ty` is a live heap type, the thread is attached, and no count can reach zero
+    // (above); immortal, the type is never freed, as PyO3 never frees it.
     unsafe { _Py_SetImmortal(ty.as_ptr()) };
 }
 

@@ -47,10 +47,10 @@ impl PyTensor {
 /// in its place.
 impl Drop for PyTensor {
     fn drop(&mut self) {
-        // SAFETY: a PyTensor is only dropped on a thread attached to the interpreter (its
-        // deallocation, or a failed `Py::new` inside a call from Python), so the exception in
-        // flight may be set aside and put back; the tensor is dropped exactly once, here, and
-        // never used again.
+        // A PyTensor is only dropped on a thread attached to the interpreter: its deallocation,
+        // or a failed `Py::new` inside a call from Python.
+        // SAFETY: attached (above), so the exception in flight may be set aside and put back;
+        // the tensor is dropped exactly once, here, and never used again.
         unsafe {
             let saved = SavedException::take();
             ManuallyDrop::drop(&mut self.0);
