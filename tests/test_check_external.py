@@ -34,6 +34,9 @@ class FlatAdapter(Adapter):
 
 class NotAnAdapter:
     pass
+
+class Nameless(FlatAdapter):
+    name = ""  # the way out its error names: set it, as FlatAdapter does
 '''
 
 
@@ -116,6 +119,7 @@ def test_broken_entry_point_is_reported_not_fatal(tmp_path):
         ("json", "json has no asarray"),
         ("flatlib_check:NotAnAdapter", "not a subclass of dlbridge.check.Adapter"),
         ("flatlib_check:Missing", "has no attribute 'Missing'"),
+        ("flatlib_check:Nameless", "has no name: set the class attribute name"),
     ],
 )
 def test_names_that_resolve_to_no_adapter_are_usage_errors(tmp_path, name, says):
