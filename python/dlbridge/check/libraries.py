@@ -110,10 +110,22 @@ def _adapters() -> list[Adapter]:
 def library_of_module(module: str) -> str | None:
     """The library a top-level module belongs to: its import name or the module of its results
     (an exception's class names the library that raised it)."""
-    for lib in _adapters():
-        if not lib.builtin and module in (lib.module.split(".")[0], *lib.result_modules):
+    if module in _BUILTIN_OF_MODULE:
+        return _BUILTIN_OF_MODULE[module]
+    for _, lib in _EXTERNAL.values():
+        if module in (lib.module.split(".")[0], *lib.result_modules):
             return lib.name
     return None
+
+
+#: dlbridge's libraries by their import name and the modules of their results (class data: no
+#: adapter is made to answer :func:`library_of_module`)
+_BUILTIN_OF_MODULE: dict[str, str] = {
+    module: cls.name
+    for cls in ALL_LIBRARIES
+    if not cls.builtin
+    for module in (cls.module.split(".")[0], *cls.result_modules)
+}
 
 
 def _observe_dlbridge(y: Any) -> Observed:
