@@ -200,6 +200,9 @@ ROWS: list[Case] = [
           "consumer may read it)", ("C33",), mode="tpu_host", producers=REF),
     _case("device/tpu", "memory on a TPU (kDLTPU), no device= (a CPU consumer must refuse with a "
           "hint)", ("C36",), mode="tpu", producers=REF),
+    _case("device/ascend", "memory on an Ascend NPU (kDLAscend = 21, added after DLPack 1.3 "
+          "without a version bump), no device= (a CPU consumer must refuse with a hint)",
+          ("C36",), mode="ascend", producers=REF),
     _case("capsule/legacy_readonly_1d", "read-only 1-D array asked for a legacy capsule (an "
           "immutable pyarrow.Array)", ("C13",), Recipe(F64, (12,), readonly=True), mode="legacy",
           refuse=LEGACY_READ_ONLY),

@@ -54,6 +54,7 @@ DEVICE_NAMES = {
     18: "trn",
     19: "tpu",
     20: "tpu_host",
+    21: "ascend",
 }
 
 #: (code, bits) -> dtype name (lanes must be 1).
@@ -89,8 +90,11 @@ CODES_SINCE_1_1 = set(range(7, 18))
 #: dtype codes the header added after DLPack 1.3 (kDLBcomplex) with the minor version still 3.
 CODES_SINCE_1_3 = {18}
 #: The modes of :class:`RefArray` whose capsules name another device type for host memory: the
-#: device types the header added after DLPack 1.3 (a TPU's memory, a TPU's pinned host memory).
-DEVICE_MODES = {"tpu": 19, "tpu_host": 20}
+#: device types the header added after DLPack 1.3 (a TPU's memory, a TPU's pinned host memory,
+#: an Ascend NPU's memory).
+DEVICE_MODES = {"tpu": 19, "tpu_host": 20, "ascend": 21}
+#: Of those, the modes that stand for device memory, which the host is not meant to read.
+DEVICE_MEMORY_MODES = frozenset({"tpu", "ascend"})
 
 
 def np_dtype(name: str) -> np.dtype:
@@ -441,8 +445,9 @@ class RefArray:
     ``mode`` selects a deliberately unusual export for the hostile cases:
     ``"normal"``, ``"legacy_null_strides"`` (C6), ``"v12_null_strides"`` (C7),
     ``"major2"`` (C17), ``"null_data"`` (C9, zero-size with data == NULL), and the modes of
-    :data:`DEVICE_MODES` (host memory exported under a TPU device type; ``dl_device=(1, 0)``
-    gets it as CPU memory, copied for ``"tpu"``, whose memory the host is not meant to read).
+    :data:`DEVICE_MODES` (host memory exported under a device type added after DLPack 1.3;
+    ``dl_device=(1, 0)`` gets it as CPU memory, copied for the :data:`DEVICE_MEMORY_MODES`,
+    whose memory the host is not meant to read).
     """
 
     def __init__(self, arr: np.ndarray, *, readonly: bool = False, mode: str = "normal") -> None:
@@ -476,9 +481,11 @@ class RefArray:
         if dl_device is not None and tuple(dl_device) not in ((1, 0), here):
             raise BufferError(f"the reference producer only exports to the CPU, not {dl_device}")
         to_cpu = dl_device is not None and tuple(dl_device) == (1, 0) and here != (1, 0)
-        if to_cpu and self.mode == "tpu":
+        if to_cpu and self.mode in DEVICE_MEMORY_MODES:
             if copy is False:
-                raise BufferError("TPU memory reaches the CPU only as a copy, and copy=False")
+                raise BufferError(
+                    f"{self.mode} memory reaches the CPU only as a copy, and copy=False"
+                )
             copy = True  # "device" memory reaches the host as a copy
         if max_version is not None and (
             not isinstance(max_version, tuple) or len(max_version) != 2
