@@ -1,6 +1,6 @@
 """The checker's cases: what it exchanges, between which libraries, expecting what.
 
-Every case names the entries of dlbridge's catalog of real-world cases (C1 to C59,
+Every case names the entries of dlbridge's catalog of real-world cases (C1 to C62,
 :mod:`dlbridge.check.catalog`) it exercises in ``refs``. Features group cases for the
 report's colour matrices. A case says how the source is built (a :class:`Recipe`: dtype, shape,
 order, view operations, read-only), what is passed to ``from_dlpack`` (``copy=``, ``device=``),
@@ -30,6 +30,7 @@ class Case:
     device: str | None = None  # None | "cpu" | "native" (the consumer's own default device)
     mode: str = "array"
     producers: tuple[str, ...] | None = None  # None: every producer
+    consumers: tuple[str, ...] | None = None  # None: every consumer
     refuse: str | None = None  # the reason a BufferError is the only right answer
     expect_type_error: bool = False
     reduce: bool = False
@@ -48,6 +49,7 @@ FEATURES = {
     "input": "inputs without __dlpack__",
     "hostile": "broken capsules (reference producer)",
     "torch": "torch-only flags",
+    "producer": "what __dlpack__ hands out (read by the reference consumer)",
 }
 
 DTYPES = [
@@ -214,6 +216,21 @@ ROWS: list[Case] = [
           "registers none"),
 ]
 
+#: The producer audit (:mod:`dlbridge.check.audit`): (kind, title, refs). Each asks every
+#: producer's plain array for capsules and reads them with the reference consumer, so the
+#: findings are the producer's alone.
+AUDITS: list[tuple[str, str, tuple[str, ...]]] = [
+    ("two_capsules", "two __dlpack__ calls give two distinct capsules, each consumable",
+     ("C60",)),
+    ("legacy_request", "a request without max_version (or with major 0) gets a legacy capsule "
+     "or BufferError, never a versioned one", ("C61",)),
+    ("copy_true", "copy=True never aliases, and the copy is flagged IS_COPIED", ("C62",)),
+    ("copy_false", "copy=False aliases the producer's memory or refuses with BufferError",
+     ("C62",)),
+    ("dl_device", "dl_device of its own device or the CPU: honoured or BufferError, never "
+     "another exception", ("C39", "C61")),
+]
+
 
 def _build_cases() -> list[Case]:
     """The dtype/ rows, the layout/ rows, then the table's."""
@@ -224,7 +241,9 @@ def _build_cases() -> list[Case]:
               strict_strides=name == "zero_size_wide")
         for name, title, refs, recipe in LAYOUTS
     ]
-    return dtypes + layouts + ROWS
+    audits = [_case(f"producer/{kind}", title, refs, mode=f"audit:{kind}",
+                    consumers=("dlpack-ref",)) for kind, title, refs in AUDITS]
+    return dtypes + layouts + ROWS + audits
 
 
 CASES: list[Case] = _build_cases()

@@ -32,6 +32,7 @@ import numpy as np
 
 from .._layout import c_contiguous, f_contiguous
 from ..namespaces.base import HOST_TYPES
+from . import audit
 from . import refcapsule as rc
 from .adapters.base import require_layout
 from .adapters.builtin import ref_consume
@@ -1132,6 +1133,39 @@ def _legacy_export_aliases(t: Any) -> bool:
     return bool(info.size) and info.data_ptr == t.data_ptr
 
 
+def run_audit(src: Source, case: Case, route: str) -> dict:
+    """The producer audit ``case.mode`` ("audit:KIND") of the producer's array (route
+    ``direct``) or of ``dlbridge.from_dlpack`` of it, a dlbridge Tensor as the producer (route
+    ``dlbridge``); findings are against that producer."""
+    kind = case.mode.split(":", 1)[1]
+    if not src.has_dlpack:
+        raise Unsupported(f"{type(src.x).__name__} has no __dlpack__")
+    obj, ptr, device, fault = src.x, src.ptr, src.device, "producer"
+    if route == "dlbridge":
+        import dlbridge
+
+        stage("dlbridge.from_dlpack")
+        try:
+            obj = dlbridge.from_dlpack(src.x)
+        except Exception as e:  # its imports are judged by the other cases
+            raise Unsupported(f"dlbridge does not import it: {short(e)}") from e
+        kind_, id_ = obj.__dlpack_device__()
+        ptr, device, fault = obj.data_ptr, (int(kind_), int(id_)), "dlbridge"
+    values = src.ref if device[0] in HOST_TYPES else None
+    stage("inspect dlbridge.Tensor" if route == "dlbridge" else "consumer")
+    try:
+        findings = audit.run(kind, audit.Audited(obj, ptr, device, values))
+    except audit.Refused as e:
+        return result(PASS, f"refused as the spec allows: {e}")
+    except BufferError as e:
+        findings = [("capsule", f"the reference consumer refused its capsule: {short(e)}")]
+    if findings:
+        r = result(FAIL, "; ".join(t for _, t in findings), fault=fault, check=findings[0][0])
+        r["checks"] = [c for c, _ in findings]
+        return r
+    return result(PASS, f"{case.title}: yes")
+
+
 def run_unit(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
     for name in (pname, cname):
         if name in ctx.broken:
@@ -1149,7 +1183,9 @@ def run_unit(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
     if isinstance(src.x, rc.RefArray):
         ref_arrays.append((src.x, src.x.exports, src.x.deleter_calls))
     try:
-        if route == "direct":
+        if case.mode.startswith("audit:"):
+            r = run_audit(src, case, route)
+        elif route == "direct":
             r = run_direct(ctx, pname, cname, case)
         else:
             r = run_dlbridge(ctx, pname, cname, case)
