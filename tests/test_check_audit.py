@@ -198,3 +198,44 @@ def test_the_checker_runs_the_audit_for_every_producer():
     judged = [r for r in results if r["producer"] != "python"]  # lists have no __dlpack__
     assert judged and all(r["status"] == "pass" for r in judged), judged
     assert {r["route"] for r in judged} == {"direct", "dlbridge"}
+
+
+# ----------------------------------------------------------------- the consumer audit additions
+def test_consumer_audits_of_dlbridge(collect):
+    """The reference producer's new hostile capsules, into dlbridge: an undefined dtype code
+    is refused with BufferError and the deleter runs once (C63); undefined flag bits change
+    nothing (C64); byte_offset is added to the data pointer (C65)."""
+    a = np.arange(12.0).reshape(3, 4)
+    ref = RefArray(a, mode="unknown_dtype")
+    with pytest.raises(BufferError, match="99"):
+        dlbridge.from_dlpack(ref)
+    ref.finish()  # the capsule's destructor: the deleter's one call
+    assert ref.exports == 1 and ref.deleter_calls == 1
+
+    ref = RefArray(a, mode="unknown_flags")
+    t = dlbridge.from_dlpack(ref)
+    assert not t.readonly and not t.is_copied and t.tolist() == a.tolist()
+    assert t.data_ptr == a.ctypes.data
+
+    base = np.arange(10.0)
+    view = base[3:]
+    ref = RefArray(view, mode="byte_offset")
+    info = dlbridge.describe(ref)["capsule"]
+    assert info is not None
+    t = dlbridge.from_dlpack(ref)
+    assert t.data_ptr == view.ctypes.data and t.tolist() == view.tolist()
+    del t
+    collect()
+
+
+@pytest.mark.slow
+def test_the_checker_feeds_every_consumer_the_hostile_capsules():
+    from dlbridge.check import run_check
+
+    cases = ["hostile/unknown_dtype", "hostile/unknown_flags", "hostile/byte_offset"]
+    doc, _, consumers = run_check(["numpy"], cases, jobs=1)
+    results = doc["results"]
+    assert {r["producer"] for r in results} == {"dlpack-ref"}
+    assert {r["consumer"] for r in results} == set(consumers) >= {"numpy", "dlpack-ref"}
+    assert {r["case"] for r in results} == set(cases)
+    assert all(r["status"] == "pass" for r in results), results

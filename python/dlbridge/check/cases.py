@@ -1,6 +1,6 @@
 """The checker's cases: what it exchanges, between which libraries, expecting what.
 
-Every case names the entries of dlbridge's catalog of real-world cases (C1 to C62,
+Every case names the entries of dlbridge's catalog of real-world cases (C1 to C65,
 :mod:`dlbridge.check.catalog`) it exercises in ``refs``. Features group cases for the
 report's colour matrices. A case says how the source is built (a :class:`Recipe`: dtype, shape,
 order, view operations, read-only), what is passed to ``from_dlpack`` (``copy=``, ``device=``),
@@ -188,6 +188,14 @@ ROWS: list[Case] = [
           refuse="an unknown major version must be refused, only the deleter called (C17)"),
     _case("hostile/null_data", "zero-size (0, 3) with data == NULL", ("C9",), Recipe(F64, (0, 3)),
           mode="null_data", producers=REF),
+    _case("hostile/unknown_dtype", "a dtype code DLPack does not define (99)", ("C63",),
+          mode="unknown_dtype", producers=REF,
+          refuse="an unknown dtype code must be refused with BufferError, the deleter run once "
+          "(C63)"),
+    _case("hostile/unknown_flags", "DLPack 1.3 capsule with flag bits 1.3 does not define (a "
+          "later header's)", ("C64",), mode="unknown_flags", producers=REF),
+    _case("hostile/byte_offset", "x[3:] exported as its base's data pointer with byte_offset 24",
+          ("C65",), _ix(F64, (10,), S(3, None)), mode="byte_offset", producers=REF),
     _case("torch/conj", "complex tensor with the conjugate bit set", ("C28",),
           Recipe("complex64", (4,)), mode="torch_conj", producers=("torch",),
           refuse="DLPack cannot carry torch's lazy conjugate bit; BufferError naming resolve_conj "

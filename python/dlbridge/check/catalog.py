@@ -1,6 +1,6 @@
 """dlbridge's catalog of real-world exchange cases, and the page that documents it.
 
-Each :class:`Entry` is one case that broke in a real library (ids ``C1`` to ``C62``): the input,
+Each :class:`Entry` is one case that broke in a real library (ids ``C1`` to ``C65``): the input,
 what went wrong and where, the public reports it comes from, what dlbridge does about it, the
 tests that cover it and, when a CPU-only machine cannot exercise it, why. The checker's own
 cases (:mod:`dlbridge.check.cases`) name the entries they exercise in their ``refs``.
@@ -893,6 +893,48 @@ ENTRIES: tuple[Entry, ...] = (
             "tests/test_check_audit.py::test_audits_pass_for_correct_producers",
         ),
     ),
+    Entry(
+        "C63",
+        "A capsule the consumer cannot take (a dtype, device or version it does not support)",
+        "A failed import must raise BufferError and leave the capsule to its destructor, so "
+        "that the producer's deleter runs once. NumPy 2.5.2 raised SystemError on an "
+        "unsupported dtype and the deleter never ran: the producer's memory leaked.",
+        (_i(NUMPY, 32697),),
+        "dlbridge validates everything before it takes the capsule, raises BufferError naming "
+        "what it refused, and leaves the capsule unconsumed. The checker's case "
+        "`hostile/unknown_dtype` counts the reference producer's deleter calls for every "
+        "consumer.",
+        (
+            "tests/test_check_audit.py::test_consumer_audits_of_dlbridge",
+            "tests/test_hostile.py::test_hostile_table",
+        ),
+    ),
+    Entry(
+        "C64",
+        "A DLPack 1.3 capsule with flag bits 1.3 does not define",
+        "Codes and bits arrive without a version bump: the header gained device types after 1.3, "
+        "and alignment bits are proposed. The CuTe DSL crashed on versioned capsules it did not "
+        "expect, through PyTorch.",
+        (_i("NVIDIA/cutlass", 3359), _i(DLPACK, 190)),
+        "dlbridge reads only READ_ONLY and IS_COPIED, ignores the other bits on import, and "
+        "`dlbridge.describe` lists them. The checker's case `hostile/unknown_flags` feeds them "
+        "to every consumer.",
+        (
+            "tests/test_check_audit.py::test_consumer_audits_of_dlbridge",
+            "tests/test_dtype_device_protocol.py::"
+            "test_unknown_flag_bits_are_ignored_on_import_and_shown_by_describe",
+        ),
+    ),
+    Entry(
+        "C65",
+        "A view exported as its base's data pointer plus `byte_offset`",
+        "Consumers ignored `byte_offset` and read the view from the start of its base: wrong "
+        "values, silently (Warp, NNTile).",
+        (_i("NVIDIA/warp", 1573), _i("nntile/nntile", 464)),
+        "dlbridge adds `byte_offset` to the data pointer on import and keeps it on export. The "
+        "checker's case `hostile/byte_offset` feeds such a capsule to every consumer.",
+        ("tests/test_check_audit.py::test_consumer_audits_of_dlbridge",),
+    ),
 )
 
 BY_C: dict[str, Entry] = {e.id: e for e in ENTRIES}
@@ -942,7 +984,7 @@ def markdown() -> str:
         "dlbridge is built and tested against, "
         "with the public reports it comes from, what dlbridge does about it, the tests that cover "
         "it and the cases of the checker (`python -m dlbridge check`) that exercise it. The "
-        "checker's reports link to these entries by their ids (C1 to C62); its own cases are "
+        "checker's reports link to these entries by their ids (C1 to C65); its own cases are "
         "listed "
         "[by feature](#checker-cases) at the end.",
         "",
@@ -1045,7 +1087,7 @@ def case_link(case_id: str) -> str:
 
 
 def link_refs(escaped: str) -> str:
-    """Turn the catalog ids (C1 ... C62) in already-escaped HTML text into links."""
+    """Turn the catalog ids (C1 ... C65) in already-escaped HTML text into links."""
     return re.sub(r"\bC(\d{1,2})\b", lambda m: entry_link(m.group(0)), escaped)
 
 

@@ -118,8 +118,7 @@ def build_source(plib: Adapter, case: Case) -> Source:
             x=ref.tolist(), ref=ref, dtype=ref.dtype.name, readonly=False, declared_readonly=None,
             ptr=None, device=(1, 0), elem_strides=None, has_dlpack=False,
         )
-    if case.mode in ("legacy_null_strides", "v12_null_strides", "major2", "null_data",
-                     *rc.DEVICE_MODES):
+    if case.mode in (*rc.HOSTILE_MODES, *rc.DEVICE_MODES):
         x = rc.RefArray(ref, mode=case.mode)
     else:
         x = plib.make(recipe, ref)
@@ -272,10 +271,7 @@ def hand_over(src: Source, case: Case) -> Any:
         "torch_conj",
         "torch_grad",
         "tf_gpu_scope",
-        "legacy_null_strides",
-        "v12_null_strides",
-        "major2",
-        "null_data",
+        *rc.HOSTILE_MODES,
         *rc.DEVICE_MODES,
     ):
         return x
@@ -653,13 +649,7 @@ class Ctx:
 
     def source(self, pname: str, case: Case) -> Source:
         key = (pname, case.id)
-        if case.mode in (
-            "legacy_null_strides",
-            "v12_null_strides",
-            "major2",
-            "null_data",
-            "torch_grad",
-        ):
+        if case.mode in (*rc.HOSTILE_MODES, "torch_grad"):
             return build_source(self.libs[pname], case)  # fresh: counts deleters per unit
         if key not in self.sources:
             try:
@@ -761,7 +751,14 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
             return _peers_could(detail, case)
         return result(st, detail, fault=fault if st in (FAIL, ERROR) else None, check=check)
     stage("inspect")
-    obs = observe(y)
+    try:
+        obs = observe(y)
+    except BufferError as e:
+        if not required:
+            raise
+        # it took what it must refuse, and made something the reference consumer cannot read
+        return result(FAIL, f"accepted although it must refuse: {required}; its result is "
+                            f"unreadable: {short(e)}", fault=fault, check="accepted")
     findings = judge(
         obs, src, case, expect_device=_expect_device(case, src, "direct"), copy=case.copy
     )
