@@ -111,7 +111,7 @@ class Device:
     @property
     def name(self) -> str:
         """The device kind name (``"cpu"``, ``"cuda"``, ``"cuda_host"``, ``"oneapi"``,
-        ``"tpu_host"``...)."""
+        ``"tpu_host"``, ``"ascend"``...)."""
     def __dlpack_device__(self) -> tuple[int, int]:
         """``(type, id)``."""
     def __eq__(self, other: object, /) -> bool: ...
