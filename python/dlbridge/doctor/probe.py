@@ -140,16 +140,18 @@ def probe(libraries: list[Distribution], free_threaded: bool) -> dict[str, Any]:
     cases among them."""
     t0 = time.monotonic()
     modules = {d.name: d.module or _module_of(d.distribution) for d in libraries if d.version}
-    done = imports({name: module for name, module in modules.items() if module})
-    # the checker's names are the libraries' (dlbridge's namespaces); its workers import
-    # them again, each in a process of its own
-    names = [d.name for d in libraries if d.why == "library" and d.name in done
-             and not done[d.name].failed]
+    # the checker's names are the libraries' (dlbridge's namespaces); its workers import them
+    # again, each in a process of its own, while the imports here run
+    names = [d.name for d in libraries if d.why == "library" and d.version]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        checked = pool.submit(check, names)
+        done = imports({name: module for name, module in modules.items() if module})
+        result = checked.result()
     return {
         "free_threaded": free_threaded,
         "imported": {name: i.failed for name, i in done.items()},
         "gil_enabled_by": {name: i.gil_enabled_by for name, i in done.items() if i.gil_enabled_by},
         "cuda_loaded_by": {name: i.cuda for name, i in done.items() if i.cuda},
-        "check": check(names),
+        "check": result,
         "seconds": round(time.monotonic() - t0, 2),
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import textwrap
 from collections.abc import Callable
 from importlib.resources import files
 from typing import Any
@@ -60,13 +61,15 @@ def json_schema() -> dict[str, Any]:
 def text(doc: dict[str, Any]) -> str:
     """The report for the terminal."""
     interp = doc["interpreter"]
-    gil = ""
+    gil = "on (a GIL build)"
     if interp["free_threaded"]:
-        gil = f" free-threaded, GIL {'on' if interp['gil_enabled'] else 'off'}"
+        gil = "off" if not interp["gil_enabled"] else "on in this free-threaded build: an " \
+            "extension turned it back on, or PYTHON_GIL=1 (--probe names the extensions)"
     lines = [
         "python -m dlbridge doctor",
-        f"  interpreter  {interp['implementation']} {interp['version']} ({interp['tag']}"
-        f"{gil}) on {interp['platform']}",
+        f"  interpreter  {interp['implementation']} {interp['version']} ({interp['tag']}) on "
+        f"{interp['platform']}",
+        _fill(gil, "  GIL          ", " " * 15),
         f"  dlbridge     {doc['dlbridge_version'] or 'not installed as a distribution'}"
         + (f", wheel {', '.join(doc['wheel']['tags'])}" if doc["wheel"]["tags"] else ""),
         f"  extension    {doc['extension']}",
@@ -78,7 +81,8 @@ def text(doc: dict[str, Any]) -> str:
     lines.append(_wrap("  libraries    ", [_dist(d) for d in installed] or ["none"]))
     if absent:
         lines.append(_wrap("  not found    ", absent))
-    lines.append(f"  CUDA         {_cuda(doc['cuda'])}")
+    lines.append(_fill(_cuda(doc["cuda"]), "  CUDA         ", " " * 15))
+    lines += [f"{' ' * 15}{d}" for d in doc["cuda"]["devices"]]
     lines.append(f"  oneAPI       {', '.join(doc['oneapi']) or 'no Intel GPU'}")
     probe = doc["probe"]
     if probe is not None:
@@ -91,11 +95,18 @@ def text(doc: dict[str, Any]) -> str:
         for p in doc["problems"]:
             installed_text = ", ".join(f"{d} {v}" for d, v in p["installed"].items())
             lines.append(f"  {p['id']}" + (f" ({installed_text})" if installed_text else ""))
-            lines.append(f"    {p['problem']}")
-            lines.append(f"    source: {p['source']}")
-            lines.append(f"    fix:    {p['fix']}")
+            lines.append(_fill(p["problem"], "    "))
+            lines.append(_fill(f"source: {p['source']}", "    ", "            "))
+            lines.append(_fill(f"fix:    {p['fix']}", "    ", "            "))
     lines.append(f"({doc['seconds']:.2f} s)")
     return "\n".join(lines)
+
+
+def _fill(text_: str, first: str, rest: str = "", width: int = 100) -> str:
+    """``text_`` wrapped at ``width``, its first line after ``first``, the others after
+    ``rest`` (default: as much space)."""
+    return textwrap.fill(text_, width, initial_indent=first,
+                         subsequent_indent=rest or " " * len(first), break_on_hyphens=False)
 
 
 def _wrap(head: str, items: list[str], width: int = 100) -> str:
@@ -124,15 +135,14 @@ def _cuda(c: dict[str, Any]) -> str:
     )
     if not c["kernel_driver"]:
         return f"{loaded}; no NVIDIA kernel driver"
-    devices = "".join(f"\n               {d}" for d in c["devices"])
-    return f"{loaded}; kernel driver {c['kernel_driver']}, {len(c['devices'])} GPU(s){devices}"
+    return f"{loaded}; kernel driver {c['kernel_driver']}, {len(c['devices'])} GPU(s)"
 
 
 def probe_text(probe: dict[str, Any]) -> list[str]:
     lines = ["--probe"]
     imported = probe["imported"]
     ok = [name for name, why in imported.items() if not why]
-    lines.append(f"  imported     {', '.join(ok) or 'nothing'}")
+    lines.append(_wrap("  imported     ", ok or ["nothing"]))
     for name, why in imported.items():
         if why:
             lines.append(f"  not imported {name}: {why}")
@@ -144,12 +154,12 @@ def probe_text(probe: dict[str, Any]) -> list[str]:
         lines.append(f"  CUDA         importing {name} loads the driver ({driver})")
     check = probe["check"]
     if check["ran"]:
-        lines.append(
-            f"  check        {check['results']} exchanges among {', '.join(check['libraries'])}: "
-            f"{_counts(check['counts'])}"
-        )
+        lines.append(_fill(
+            f"{check['results']} exchanges of each library with the reference peer, both ways: "
+            f"{_counts(check['counts'])}", "  check        ", " " * 15,
+        ))
         for finding in check["findings"]:
-            lines.append(f"    {finding}")
+            lines.append(_fill(finding, "    ", "      "))
     else:
         lines.append(f"  check        not run: {check['why']}")
     lines.append(f"  ({probe['seconds']:.1f} s)")
