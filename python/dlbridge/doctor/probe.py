@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,9 +121,10 @@ def check(libraries: list[str]) -> dict[str, Any]:
     }
 
 
-def _module_of(dist: str) -> str:
-    """The top-level module ``dist`` installs ("" when it installs none, or none is known)."""
-    for module, dists in importlib.metadata.packages_distributions().items():
+def _module_of(dist: str, installs: Mapping[str, list[str]]) -> str:
+    """The top-level module ``dist`` installs ("" when it installs none, or none is known), by
+    ``installs`` (``importlib.metadata.packages_distributions()``)."""
+    for module, dists in installs.items():
         if dist.lower() in (d.lower() for d in dists) and not module.startswith("_"):
             return module
     return ""
@@ -139,7 +141,14 @@ def probe(libraries: list[Distribution], free_threaded: bool) -> dict[str, Any]:
     """Import the installed ``libraries`` (those with a module), then run the checker's probe
     cases among them."""
     t0 = time.monotonic()
-    modules = {d.name: d.module or _module_of(d.distribution) for d in libraries if d.version}
+    # what other distributions install: read only when one needs it (it reads every
+    # installed distribution's file list)
+    installs = importlib.metadata.packages_distributions() if any(
+        d.version and not d.module for d in libraries
+    ) else {}
+    modules = {
+        d.name: d.module or _module_of(d.distribution, installs) for d in libraries if d.version
+    }
     # the checker's names are the libraries' (dlbridge's namespaces); its workers import them
     # again, each in a process of its own, while the imports here run
     names = [d.name for d in libraries if d.why == "library" and d.version]
