@@ -470,3 +470,18 @@ def test_a_producer_that_reuses_its_capsule_is_named_with_the_doctor():
     message = str(info.value)
     assert message.startswith("OneCapsule.__dlpack__() returned a DLPack capsule that was already")
     assert "python -m dlbridge doctor" in message
+
+
+def test_probe_says_when_the_checker_is_not_importable(monkeypatch):
+    """As where the checker's distribution (or NumPy, which it needs) is not installed."""
+    from dlbridge.doctor.probe import check
+
+    monkeypatch.setitem(sys.modules, "dlbridge.check", None)  # makes its import fail
+    result = check(["numpy"])
+    assert not result["ran"] and result["results"] == 0
+    assert result["why"].startswith("the conformance checker is not importable here")
+    doc = {"probe": {"free_threaded": False, "imported": {}, "gil_enabled_by": {},
+                     "cuda_loaded_by": {}, "check": result, "seconds": 0.1}}
+    assert "  check        not run: the conformance checker is not importable here" in (
+        "\n".join(report.probe_text(doc["probe"]))
+    )
