@@ -485,3 +485,13 @@ def test_probe_says_when_the_checker_is_not_importable(monkeypatch):
     assert "  check        not run: the conformance checker is not importable here" in (
         "\n".join(report.probe_text(doc["probe"]))
     )
+
+
+def test_a_library_installed_under_its_module_name_is_found(tmp_path, monkeypatch):
+    """As tensorflow where the pip spec says tensorflow-cpu."""
+    site = tmp_path / "site"
+    site.mkdir()
+    fake_distribution(site, "flatlib", "2.0")
+    monkeypatch.syspath_prepend(str(site))
+    found = env.library("flatlib", "flatlib.core", "flatlib-cpu")
+    assert (found.distribution, found.version) == ("flatlib", "2.0")

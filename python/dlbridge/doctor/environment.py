@@ -145,21 +145,23 @@ def version_of(dist: str) -> str | None:
 
 
 def library(name: str, module: str, dist: str) -> Distribution:
-    """The distribution of one of dlbridge's libraries: ``dist`` when installed, else the
-    distribution that installs its top-level module (``cupy-cuda12x`` for ``cupy``), found
+    """The distribution of one of dlbridge's libraries: ``dist`` when installed, else the one
+    named as its top-level module (``tensorflow`` where the pip spec says ``tensorflow-cpu``),
+    else the distribution that installs that module (``cupy-cuda12x`` for ``cupy``), found
     without importing it."""
-    version = version_of(dist)
-    if version is None:
-        top = module.split(".")[0]
-        try:
-            found = importlib.util.find_spec(top) is not None
-        except (ImportError, ValueError):
-            found = False
-        if found:
-            for other in md.packages_distributions().get(top, ()):
-                dist, version = other, version_of(other)
-                break
-    return Distribution(name, dist, version, "library", module)
+    top = module.split(".")[0]
+    for candidate in (dist, top):
+        version = version_of(candidate)
+        if version is not None:
+            return Distribution(name, candidate, version, "library", module)
+    try:
+        found = importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        found = False
+    if found:  # reading what every distribution installs costs a second in a large venv
+        for other in md.packages_distributions().get(top, ()):
+            return Distribution(name, other, version_of(other), "library", module)
+    return Distribution(name, dist, None, "library", module)
 
 
 def registered() -> list[Distribution]:
