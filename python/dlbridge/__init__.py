@@ -20,19 +20,25 @@ The public API:
   memory that ``multiprocessing`` sends to other processes as a handle.
 """
 
+try:
+    from ._native import (
+        DLPACK_VERSION,
+        Device,
+        DType,
+        NoProtocolError,
+        Tensor,
+        __version__,
+        copyto,
+        from_arrow,
+        from_dlpack,
+        to_shared,
+    )
+except ImportError as e:  # the wheel does not fit this interpreter: say which one does
+    from .doctor.environment import extension_problem
+
+    raise ImportError(f"dlbridge's compiled extension does not load ({e}): "
+                      f"{extension_problem()}") from e
 from . import _processes  # noqa: F401 - registers the multiprocessing reduction
-from ._native import (
-    DLPACK_VERSION,
-    Device,
-    DType,
-    NoProtocolError,
-    Tensor,
-    __version__,
-    copyto,
-    from_arrow,
-    from_dlpack,
-    to_shared,
-)
 from .convert import convert, explain
 from .describe import describe
 from .host import to_host, to_memoryview, to_numpy
