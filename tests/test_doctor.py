@@ -409,6 +409,25 @@ def test_probe_imports_each_library_in_a_process_of_its_own(tmp_path, monkeypatc
     assert done["broken"].failed.startswith("ModuleNotFoundError")
 
 
+def test_probe_leaves_libraries_that_are_slow_to_import_out_of_the_live_cases(monkeypatch):
+    """The checker imports every library again: one whose import took longer than the budget
+    is named with its time instead, with the command that runs its cases."""
+    from dlbridge.doctor import probe as probe_module
+    from dlbridge.doctor.environment import Distribution
+
+    numpy = Distribution(name="numpy", distribution="numpy", version=env.version_of("numpy"),
+                         module="numpy", why="library")
+    monkeypatch.setattr(probe_module, "LIVE_IMPORT_SECONDS", 0.0)
+    done = probe_module.probe([numpy], free_threaded=False)
+    assert done["imported"] == {"numpy": ""}
+    check = done["check"]
+    assert not check["ran"] and check["why"] == "every library is slow to import"
+    assert list(check["left_out"]) == ["numpy"] and check["left_out"]["numpy"] >= 0
+    text = " ".join(" ".join(report.probe_text(done)).split())  # unwrapped
+    assert "left out, slow to import: numpy (" in text
+    assert "python -m dlbridge check --libraries numpy runs their cases" in text
+
+
 @pytest.mark.slow
 def test_probe_runs_the_checker_among_the_installed_libraries():
     """The whole probe, as a user runs it (its own process: it imports every library)."""

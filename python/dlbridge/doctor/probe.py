@@ -2,6 +2,13 @@
 on, and run a fast subset of the conformance checker's cases among them: each library with the
 checker's reference producer and consumer, both ways.
 
+The imports run first, in parallel, each timed in its own process (in processor time). The live
+cases then run for the libraries that import within :data:`LIVE_IMPORT_SECONDS`: the checker
+imports each library
+again in its workers, and the few libraries that take seconds to import (TensorFlow, Paddle)
+would cost the probe more than all the others together. The report names the libraries left
+out and how long each import took; ``python -m dlbridge check`` runs every pair.
+
 The checker is reached only through its public entry point (``dlbridge.check.run_check``), so
 the doctor says so, and goes on, when the checker is not importable here.
 """
@@ -37,17 +44,23 @@ TOP = 5
 _GIL_WARNING = re.compile(r"GIL\)? has been enabled to load module '([^']+)'")
 #: seconds one library's import may take
 IMPORT_TIMEOUT = 120.0
+#: the live cases run for the libraries whose import took at most this many seconds of processor
+#: time
+LIVE_IMPORT_SECONDS = 2.5
 
 #: What a child process runs to import one module (argv[1]): prints, as JSON, CPython's
 #: warnings of the import (one names each extension that turned the GIL back on) and the CUDA
 #: driver mapped into the process afterwards.
 _IMPORT_ONE = """
-import importlib, json, sys, warnings
+import importlib, json, sys, time, warnings
+start = time.process_time()
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always", RuntimeWarning)
     importlib.import_module(sys.argv[1])
+seconds = time.process_time() - start
 from dlbridge.doctor.environment import cuda
-print(json.dumps({"warnings": [str(w.message) for w in caught], "cuda": cuda().loaded}))
+print(json.dumps({"warnings": [str(w.message) for w in caught], "cuda": cuda().loaded,
+                  "seconds": seconds}))
 """
 
 
@@ -61,6 +74,8 @@ class Imported:
     gil_enabled_by: list[str] = field(default_factory=list)
     #: the CUDA driver the import loaded ("" when none)
     cuda: str = ""
+    #: the processor time the import itself took (a busy machine does not inflate it)
+    seconds: float = 0.0
 
 
 def import_one(module: str) -> Imported:
@@ -80,7 +95,7 @@ def import_one(module: str) -> Imported:
         return Imported(failed=last)
     found = json.loads(done.stdout.strip().splitlines()[-1])
     enabled_by = [m[1] for w in found["warnings"] if (m := _GIL_WARNING.search(w))]
-    return Imported(gil_enabled_by=enabled_by, cuda=found["cuda"])
+    return Imported(gil_enabled_by=enabled_by, cuda=found["cuda"], seconds=found["seconds"])
 
 
 def imports(modules: dict[str, str]) -> dict[str, Imported]:
@@ -118,6 +133,7 @@ def check(libraries: list[str]) -> dict[str, Any]:
         "results": doc["summary"]["results"],
         "counts": counts,
         "findings": findings,
+        "left_out": {},
     }
 
 
@@ -133,7 +149,7 @@ def _module_of(dist: str, installs: Mapping[str, list[str]]) -> str:
 def _not_run(why: str) -> dict[str, Any]:
     return {
         "ran": False, "why": why, "libraries": [], "cases": CASES, "results": 0, "counts": {},
-        "findings": [],
+        "findings": [], "left_out": {},
     }
 
 
@@ -149,13 +165,18 @@ def probe(libraries: list[Distribution], free_threaded: bool) -> dict[str, Any]:
     modules = {
         d.name: d.module or _module_of(d.distribution, installs) for d in libraries if d.version
     }
+    done = imports({name: module for name, module in modules.items() if module})
     # the checker's names are the libraries' (dlbridge's namespaces); its workers import them
-    # again, each in a process of its own, while the imports here run
+    # again, so the live cases leave out the libraries that are slow to import
     names = [d.name for d in libraries if d.why == "library" and d.version]
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        checked = pool.submit(check, names)
-        done = imports({name: module for name, module in modules.items() if module})
-        result = checked.result()
+    slow = {
+        name: round(done[name].seconds, 1)
+        for name in names
+        if name in done and done[name].seconds > LIVE_IMPORT_SECONDS
+    }
+    live = [name for name in names if name not in slow]
+    result = check(live) if live else _not_run("every library is slow to import")
+    result["left_out"] = slow
     return {
         "free_threaded": free_threaded,
         "imported": {name: i.failed for name, i in done.items()},

@@ -162,6 +162,13 @@ def probe_text(probe: dict[str, Any]) -> list[str]:
             lines.append(_fill(finding, "    ", "      "))
     else:
         lines.append(f"  check        not run: {check['why']}")
+    if check["left_out"]:
+        slow = [f"{name} ({seconds:.1f} s)" for name, seconds in check["left_out"].items()]
+        lines.append(_fill(
+            "left out, slow to import: " + ", ".join(slow) + "; python -m dlbridge check "
+            "--libraries " + ",".join(check["left_out"]) + " runs their cases",
+            "  check        ", " " * 15,
+        ))
     lines.append(f"  ({probe['seconds']:.1f} s)")
     return lines
 
