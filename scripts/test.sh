@@ -42,6 +42,10 @@
 #      bash scripts/aarch64_smoke.sh: the Linux aarch64 wheel built and run under qemu in an
 #      arm64 Debian root kept in ~/.cache/dlbridge/aarch64 (its smoke set and the checker with
 #      NumPy); DLBRIDGE_SKIP_AARCH64=1 skips it
+#      bash scripts/py315_smoke.sh: the abi3 and the abi3t wheel, each installed into CPython
+#      3.15 (Debian unstable's python3.15, in a root kept in ~/.cache/dlbridge/py315): the smoke
+#      set and the main job with the peers that have 3.15 wheels; SKIPPED without root or
+#      network to make the root, FAILED then under CI=true; DLBRIDGE_SKIP_PY315=1 skips it
 #   4. bash scripts/docs.sh: the documentation site in strict mode (a broken link fails)
 #      python benches/run_quick.py: the quick mode of every benchmark, tables printed to the
 #      log, no timing asserted; a benchmark's build (--prepare) runs outside its time limit
@@ -191,6 +195,9 @@ fi
 
 # The aarch64 wheel, installed and used under emulation (about 1 min warm plus its build).
 [ "${DLBRIDGE_SKIP_AARCH64:-0}" = 1 ] || step bash scripts/aarch64_smoke.sh
+
+# The abi3 and abi3t wheels on CPython 3.15 (a Debian root made once).
+[ "${DLBRIDGE_SKIP_PY315:-0}" = 1 ] || step bash scripts/py315_smoke.sh
 
 step bash scripts/docs.sh
 
