@@ -54,9 +54,9 @@
 #      when dlbridge itself fails a case (its report and JSON are kept in the log directory);
 #      DLBRIDGE_SKIP_CHECK=1 skips it
 #      bash scripts/freethreaded.sh: the main job and the suite on free-threaded CPython 3.14
-#      with the GIL off, against the cp314t wheel, when DLBRIDGE_FT_SOURCE names a CPython 3.14
-#      source (the interpreter is built from it once and cached); DLBRIDGE_SKIP_FREETHREADED=1
-#      skips it
+#      with the GIL off, against the cp314t wheel, when a CPython 3.14 source is at hand
+#      (DLBRIDGE_FT_SOURCE, or the copy beside the clone: scripts/cpython_source.sh; the
+#      interpreter is built from it once and cached); DLBRIDGE_SKIP_FREETHREADED=1 skips it
 #   5. python -m pytest [PYTEST ARGS...]  with the venv's python and scripts/env.sh
 #      (dpnp's SYCL device); a per-test --timeout (DLBRIDGE_PYTEST_TIMEOUT, default 300 s)
 #      comes first, so a --timeout in the arguments overrides it. With DLBRIDGE_TEST_DIST=1 (CI)
@@ -216,8 +216,10 @@ main_job() {
 [ "${DLBRIDGE_SKIP_CHECK:-0}" = 1 ] || step main_job
 
 # The suite and the main job again on free-threaded CPython 3.14 with the GIL off, against the
-# cp314t wheel, when DLBRIDGE_FT_SOURCE names a CPython 3.14 source (SKIPPED without one;
-# FAILED under CI=true, where .ci/run sets it).
+# cp314t wheel, when a CPython 3.14 source is at hand (SKIPPED without one; FAILED under
+# CI=true, where .ci/run sets DLBRIDGE_FT_SOURCE).
+DLBRIDGE_FT_SOURCE="$(. scripts/cpython_source.sh && cpython_source)"
+export DLBRIDGE_FT_SOURCE
 [ "${DLBRIDGE_SKIP_FREETHREADED:-0}" = 1 ] || step bash scripts/freethreaded.sh
 
 "$PY" - <<'PYEOF'
