@@ -38,7 +38,7 @@
 # (scripts/bootstrap.sh installs maturin and ziglang there). Builds in
 # <CARGO_TARGET_DIR or target>/dist, apart from the development build, so that neither
 # invalidates the other's cached artefacts. Prints the paths of the files. About 10 min cold on
-# two cores for all four platforms; linux-x86_64 alone (what CI's distribution test builds)
+# two cores for all the platforms; linux-x86_64 alone (what CI's distribution test builds)
 # about 3 min.
 set -euo pipefail
 
@@ -70,7 +70,8 @@ done
 # $DLBRIDGE_DIST_VENV (default ~/.cache/dlbridge/venv-dist), made once with the newest CPython
 # on PATH or under pyenv (scripts/pick_python.sh newest), holding maturin and zig, and for the
 # profile-guided linux-x86_64 wheel the peers its training run uses (scripts/pgo_train.py),
-# upgraded on every run.
+# upgraded on every run (a few seconds warm; about 3 min and 5 GB the first time, torch's CUDA
+# libraries most of it).
 base_prefix() { "$1/bin/python" -c 'import sys; print(sys.base_prefix)'; }
 if [ -f "$(base_prefix "$VENV")/.source" ]; then
     VENV="${DLBRIDGE_DIST_VENV:-$HOME/.cache/dlbridge/venv-dist}"
@@ -80,7 +81,7 @@ if [ -f "$(base_prefix "$VENV")/.source" ]; then
     fi
     echo "build_dist.sh: building with $VENV, a venv of $(base_prefix "$VENV")"
     mapfile -t tools < <(grep -E '^(maturin|ziglang)' requirements-test.txt)
-    if [[ " ${platforms[*]} " = *" linux-x86_64 "* ]]; then
+    if [[ " ${platforms[*]} " = *" linux-x86_64 "* ]] && [ "${DLBRIDGE_PGO:-1}" != 0 ]; then
         tools+=(numpy torch "jax[cpu]" pyarrow apache-tvm-ffi array-api-strict)
     fi
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade "${tools[@]}"
