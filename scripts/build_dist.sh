@@ -68,7 +68,7 @@ done
 # built from a source no registry vouches for (its prefix holds the source's stamp, .source).
 # When the project's venv was made with one, the wheels are built from a venv of their own,
 # $DLBRIDGE_DIST_VENV (default ~/.cache/dlbridge/venv-dist), made once with the newest CPython
-# on PATH or under pyenv (scripts/pick_python.sh newest), holding maturin and zig, and for the
+# of the system or pyenv (scripts/pick_python.sh newest), holding maturin and zig, and for the
 # profile-guided linux-x86_64 wheel the peers its training run uses (scripts/pgo_train.py),
 # upgraded on every run (a few seconds warm; about 3 min and 5 GB the first time, torch's CUDA
 # libraries most of it).
@@ -77,7 +77,13 @@ if [ -f "$(base_prefix "$VENV")/.source" ]; then
     VENV="${DLBRIDGE_DIST_VENV:-$HOME/.cache/dlbridge/venv-dist}"
     if [ ! -x "$VENV/bin/python" ] || [ -f "$(base_prefix "$VENV")/.source" ]; then
         rm -rf "$VENV"
-        "$(bash scripts/pick_python.sh newest)" -m venv "$VENV"
+        # the system's directories and pyenv only: not the project's venv, which a caller
+        # (scripts/run.sh) may have put first on PATH
+        "$(PATH=/usr/local/bin:/usr/bin:/bin bash scripts/pick_python.sh newest)" -m venv "$VENV"
+        if [ -f "$(base_prefix "$VENV")/.source" ]; then
+            echo "build_dist.sh: $(base_prefix "$VENV") is a test-only CPython; no wheel is built with it" >&2
+            exit 1
+        fi
     fi
     echo "build_dist.sh: building with $VENV, a venv of $(base_prefix "$VENV")"
     mapfile -t tools < <(grep -E '^(maturin|ziglang)' requirements-test.txt)
