@@ -6,7 +6,7 @@
 #    interpreter most users run, when its source is at hand (scripts/cpython_source.sh: the copy
 #    beside the clone on the project's machines, or DLBRIDGE_FT_SOURCE): built from it once, as a
 #    GIL build, into $DLBRIDGE_CPYTHON_DIR (default ~/.cache/dlbridge/cpython314; about 10 min on
-#    two cores) by scripts/build_cpython.sh. Without the source, the newest CPython here that the
+#    two idle cores) by scripts/build_cpython.sh. Without the source, the newest CPython here that the
 #    main peers have wheels for (scripts/pick_python.sh newest). PYTHON overrides both. A venv
 #    that is missing, broken or made with another Python version is made anew;
 # 2. upgrades pip and installs requirements-test.txt, upgrading every peer to the newest

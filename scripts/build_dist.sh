@@ -18,7 +18,8 @@
 #                   profile-guided; warnings are errors
 #   linux-x86_64-abi3t
 #                   CPython 3.15 and newer, GIL and free-threaded alike (tag cp315-abi3.abi3t,
-#                   extension `_native.abi3t.so`), manylinux2014 with zig; built the same way,
+#                   extension `_native.abi3t-x86_64-linux-gnu.so`: PEP 803's abi3t file tag with
+#                   the platform part 3.15 adds), manylinux2014 with zig; built the same way,
 #                   with no interpreter: maturin picks abi3t over abi3 only for a 3.15 target,
 #                   which its bundled sysconfig data gives it; not profile-guided; warnings are
 #                   errors
@@ -70,8 +71,7 @@ done
 # $DLBRIDGE_DIST_VENV (default ~/.cache/dlbridge/venv-dist), made once with the newest CPython
 # of the system or pyenv (scripts/pick_python.sh newest), holding maturin and zig, and for the
 # profile-guided linux-x86_64 wheel the peers its training run uses (scripts/pgo_train.py),
-# upgraded on every run (a few seconds warm; about 3 min and 5 GB the first time, torch's CUDA
-# libraries most of it).
+# upgraded on every run (torch among them: several GB the first time).
 base_prefix() { "$1/bin/python" -c 'import sys; print(sys.base_prefix)'; }
 if [ -f "$(base_prefix "$VENV")/.source" ]; then
     VENV="${DLBRIDGE_DIST_VENV:-$HOME/.cache/dlbridge/venv-dist}"
