@@ -4,7 +4,7 @@
 #
 # 1. once: a Debian unstable amd64 root with its python3.15 (a GIL build: no registry serves a
 #    free-threaded 3.15), made by scripts/debian_root.sh and kept in $DLBRIDGE_PY315_HOME
-#    (default ~/.cache/dlbridge/py315; about 1 min and 150 MB). Making it needs root and the
+#    (default ~/.cache/dlbridge/py315; under a minute and about 220 MB). Making it needs root and the
 #    Debian mirror: without them the step is SKIPPED, and FAILED under CI=true
 #    (scripts/skip_or_fail.sh);
 # 2. once: a venv there whose `python` is a shell script that runs the root's python3.15 with the
@@ -13,7 +13,8 @@
 #    checker's workers, multiprocessing's children) runs the same way. No chroot, nothing of
 #    this machine's settings changed. Every run upgrades in it the newest NumPy and every peer of
 #    requirements-test.txt that has a wheel for 3.15; the others are listed (the main job then
-#    reports them as not installed);
+#    reports them as not installed). The venv holds about 7 GB (torch, JAX...): about 10 min to
+#    fill the first time here, 40-90 s to upgrade on later runs;
 # 3. the wheels: the abi3 wheel (cp311-abi3, a plain release build, not profile-guided) and the
 #    abi3t wheel (cp315-abi3.abi3t), both from scripts/build_dist.sh;
 # 4. for each wheel in turn, installed into that venv: the smoke set scripts/wheel_smoke.py
@@ -21,7 +22,8 @@
 #    importlib.machinery.EXTENSION_SUFFIXES: `.abi3.so` for the abi3 wheel, `.abi3t.so` for the
 #    abi3t one, as PEP 803 names it), then the main job, `python -m dlbridge check` over every
 #    installed peer, which must report no dlbridge failure, crash or hang.
-# DLBRIDGE_SKIP_PY315=1 in scripts/test.sh skips the step.
+# DLBRIDGE_SKIP_PY315=1 in scripts/test.sh skips the step. Warm, with the wheels' builds cached,
+# about 3 min on two busy cores (most of it the two main jobs, about a minute each).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
