@@ -23,7 +23,7 @@
 #    abi3t one, as PEP 803 names it), then the main job, `python -m dlbridge check` over every
 #    installed peer, which must report no dlbridge failure, crash or hang.
 # DLBRIDGE_SKIP_PY315=1 in scripts/test.sh skips the step. Warm, with the wheels' builds cached,
-# about 3 min on two busy cores (most of it the two main jobs, about a minute each).
+# 3 to 5 min on two busy cores (most of it the peers' upgrade and the two main jobs).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
