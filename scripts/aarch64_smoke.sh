@@ -10,7 +10,7 @@
 #    make). Every later run updates NumPy and PyArrow to PyPI's newest (a few seconds);
 # 3. the wheel: WHEEL, or the one scripts/build_dist.sh builds for linux-aarch64 (maturin
 #    --zig, manylinux2014), built here in <CARGO_TARGET_DIR or target>/dist;
-# 4. the smoke set, scripts/aarch64_smoke.py, in the emulated interpreter (buffer-protocol and
+# 4. the smoke set, scripts/wheel_smoke.py, in the emulated interpreter (buffer-protocol and
 #    DLPack round trips, the portable copy kernel's strided copies, pickle protocol 5, shared
 #    memory sent to a spawned process, Arrow, bad input), then `python -m dlbridge check
 #    --libraries numpy`: every case between NumPy and the reference producer, with and
@@ -19,10 +19,8 @@
 #    --no-default-features --lib`, the portable copy kernels' property tests among them),
 #    linked by zig and run under qemu: about 3 min more, so CI leaves them out.
 #
-# No binfmt_misc, no chroot: nothing of the kernel's or this machine's settings is changed.
-# debootstrap --foreign only downloads and unpacks the root's packages (its second stage would
-# run arm64 programs inside a chroot), and the packages are unpacked with dpkg-deb; Python needs
-# none of their configuration scripts. The venv's `python` is a shell script that runs the
+# No binfmt_misc, no chroot: nothing of the kernel's or this machine's settings is changed
+# (scripts/debian_root.sh makes the root). The venv's `python` is a shell script that runs the
 # root's python3.11 under qemu-aarch64-static with the script's own path as argv[0], so that
 # Python finds the venv from it and every subprocess it starts (the checker's workers,
 # multiprocessing's spawned children) is emulated too. The first run needs root (debootstrap);
@@ -34,7 +32,6 @@ cd "$REPO"
 HOME_DIR="${DLBRIDGE_AARCH64_HOME:-$HOME/.cache/dlbridge/aarch64}"
 ROOT="$HOME_DIR/bookworm"
 AVENV="$HOME_DIR/venv"
-MIRROR="${DLBRIDGE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 
 say() { printf 'aarch64_smoke: %s\n' "$*"; }
 took() { say "$1 ($((SECONDS - $2)) s)"; }
@@ -45,40 +42,16 @@ if [ "$(uname -m)" != x86_64 ]; then
 fi
 
 # 1. the tools
-missing=()
-command -v qemu-aarch64-static >/dev/null || missing+=(qemu-user-static)
-command -v debootstrap >/dev/null || missing+=(debootstrap)
-if [ "${#missing[@]}" != 0 ]; then
-    sudo=""
-    [ "$(id -u)" = 0 ] || sudo="sudo -n"
-    if command -v apt-get >/dev/null && { [ -z "$sudo" ] || sudo -n true 2>/dev/null; }; then
-        say "apt-get install ${missing[*]}"
-        $sudo apt-get update -qq
-        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-    else
-        say "needs ${missing[*]}: apt-get install ${missing[*]}" >&2
-        exit 1
-    fi
-fi
+# shellcheck source=scripts/debian_root.sh
+. "$REPO/scripts/debian_root.sh"
+debian_tools qemu-aarch64-static:qemu-user-static debootstrap:debootstrap
 QEMU="$(command -v qemu-aarch64-static)"
 
 # 2. the arm64 root, made once
 start=$SECONDS
 if [ ! -f "$ROOT/.dlbridge-ready" ]; then
     say "making the bookworm arm64 root in $ROOT (once)"
-    rm -rf "$ROOT.tmp" "$ROOT"
-    mkdir -p "$HOME_DIR"
-    debootstrap --arch=arm64 --foreign --variant=minbase --include=python3.11,python3.11-venv \
-        bookworm "$ROOT.tmp" "$MIRROR" >"$HOME_DIR/debootstrap.log" 2>&1 || {
-        tail -n 20 "$HOME_DIR/debootstrap.log" >&2
-        exit 1
-    }
-    for deb in "$ROOT.tmp"/var/cache/apt/archives/*.deb; do
-        dpkg-deb -x "$deb" "$ROOT.tmp"
-    done
-    rm -f "$ROOT.tmp"/var/cache/apt/archives/*.deb
-    touch "$ROOT.tmp/.dlbridge-ready"
-    mv "$ROOT.tmp" "$ROOT"
+    debian_root arm64 bookworm "$ROOT" "$HOME_DIR/debootstrap.log" python3.11 python3.11-venv
     rm -rf "$AVENV"
     took "root made" "$start"
 fi
@@ -136,7 +109,7 @@ fi
 
 # 4. the smoke set, then the checker with NumPy, each in a directory away from the checkout
 start=$SECONDS
-(cd "$work" && "$APY" "$REPO/scripts/aarch64_smoke.py")
+(cd "$work" && "$APY" "$REPO/scripts/wheel_smoke.py" aarch64)
 took "smoke set passed" "$start"
 
 start=$SECONDS

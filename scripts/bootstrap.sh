@@ -2,11 +2,16 @@
 # Install everything dlbridge needs to be built, run and tested, then build it:
 #   bash scripts/bootstrap.sh
 #
-# 1. creates the venv at $VENV, else $DLBRIDGE_VENV, else <repo>/.venv, with the newest CPython
-#    here that the main peers have wheels for (scripts/pick_python.sh newest; PYTHON overrides
-#    it); a venv that is missing, broken or made with another Python version is made anew;
+# 1. creates the venv at $VENV, else $DLBRIDGE_VENV, else <repo>/.venv, with CPython 3.14, the
+#    interpreter most users run, when its source is at hand (scripts/cpython_source.sh: the copy
+#    beside the clone on the project's machines, or DLBRIDGE_FT_SOURCE): built from it once, as a
+#    GIL build, into $DLBRIDGE_CPYTHON_DIR (default ~/.cache/dlbridge/cpython314; about 10 min on
+#    two idle cores) by scripts/build_cpython.sh. Without the source, the newest CPython here that the
+#    main peers have wheels for (scripts/pick_python.sh newest). PYTHON overrides both. A venv
+#    that is missing, broken or made with another Python version is made anew;
 # 2. upgrades pip and installs requirements-test.txt, upgrading every peer to the newest
-#    release the registry serves (what a fresh machine gets);
+#    release the registry serves (what a fresh machine gets); a peer without a wheel for the
+#    venv's Python is left out and named (its tests skip, saying it is not installed);
 # 3. builds the extension and installs dlbridge into the venv: a profile-guided
 #    `maturin develop --release` (scripts/pgo.sh; DLBRIDGE_PGO=0 for the plain build).
 #
@@ -21,10 +26,24 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 # resolve the venv path exactly as env.sh does, without exporting its loader paths here
 VENV="$(. scripts/env.sh && printf '%s' "$DLBRIDGE_VENV")"
-PYTHON="${PYTHON:-$(bash scripts/pick_python.sh newest)}"
 LOG_DIR="${DLBRIDGE_LOG_DIR:-$VENV/.dlbridge-logs}"
 
 say() { printf 'bootstrap: %s\n' "$*"; }
+
+if [ -z "${PYTHON:-}" ]; then
+    # shellcheck source=scripts/cpython_source.sh
+    . scripts/cpython_source.sh
+    source_tarball="$(cpython_source)"
+    if [ -n "$source_tarball" ]; then
+        cpython_dir="${DLBRIDGE_CPYTHON_DIR:-$HOME/.cache/dlbridge/cpython314}"
+        # shared, with its own path as run path: pyo3's tests link libpython from there
+        PYTHON="$(bash scripts/build_cpython.sh "$source_tarball" "$cpython_dir" --enable-shared \
+            "LDFLAGS=-Wl,-rpath,$cpython_dir/python/lib")"
+        say "CPython 3.14 built from $source_tarball (tests only): $PYTHON"
+    else
+        PYTHON="$(bash scripts/pick_python.sh newest)"
+    fi
+fi
 
 # run_logged NAME CMD...: run CMD with its output in $LOG_DIR/NAME.log; print the
 # log's tail and fail if it fails.
@@ -75,7 +94,22 @@ say "pip install --upgrade -r requirements-test.txt into $VENV"
 run_logged pip-upgrade "$PY" -m pip install --upgrade pip
 # --upgrade: every run moves the peers to the newest release the registry serves, as a fresh
 # machine would get (pip's cache keeps the downloads, not the versions).
-run_logged pip-install "$PY" -m pip install --upgrade -r requirements-test.txt
+if ! run_logged pip-install "$PY" -m pip install --upgrade -r requirements-test.txt 2>/dev/null; then
+    # Some requirement cannot be installed here: find the peers without a wheel for this Python
+    # (a dry run each) and install the rest.
+    requirements=()
+    no_wheel=()
+    while read -r requirement; do
+        case "$requirement" in "" | "#"*) continue ;; esac
+        if "$PY" -m pip install -q --dry-run --no-deps --only-binary=:all: "$requirement" >/dev/null 2>&1; then
+            requirements+=("$requirement")
+        else
+            no_wheel+=("$requirement")
+        fi
+    done <requirements-test.txt
+    say "no wheel for Python $(minor_version "$PY"), so not installed (their tests skip): ${no_wheel[*]:-none}"
+    run_logged pip-install "$PY" -m pip install --upgrade "${requirements[@]}"
+fi
 
 # 3. build and install dlbridge itself, unless the venv already holds the build of exactly
 # these sources (the README's two commands back to back build once): the stamp is a hash of

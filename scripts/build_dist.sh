@@ -3,8 +3,9 @@
 #   bash scripts/build_dist.sh [PLATFORM...]
 #
 # One abi3 wheel (CPython 3.11 and newer) per platform, all built on this Linux x86-64
-# machine, a wheel for free-threaded CPython 3.14 on Linux x86-64, and the source
-# distribution. PLATFORM is one or more of (default: all five):
+# machine, a wheel for free-threaded CPython 3.14 and one for CPython 3.15 and newer (PEP 803's
+# abi3t) on Linux x86-64, and the source distribution. PLATFORM is one or more of (default: all
+# six):
 #   linux-x86_64    tagged manylinux2014 (manylinux_2_17): linked with zig against an old glibc
 #                   (`maturin build --zig`, zig from the `ziglang` PyPI package) instead of this
 #                   machine's, so it installs on every mainstream Linux; profile-guided
@@ -15,6 +16,13 @@
 #                   gives PyO3 the target's configuration from its own sysconfig data (a
 #                   cross-compilation config), so no 3.14t is needed or used; not
 #                   profile-guided; warnings are errors
+#   linux-x86_64-abi3t
+#                   CPython 3.15 and newer, GIL and free-threaded alike (tag cp315-abi3.abi3t,
+#                   extension `_native.abi3t-x86_64-linux-gnu.so`: PEP 803's abi3t file tag with
+#                   the platform part 3.15 adds), manylinux2014 with zig; built the same way,
+#                   with no interpreter: maturin picks abi3t over abi3 only for a 3.15 target,
+#                   which its bundled sysconfig data gives it; not profile-guided; warnings are
+#                   errors
 #   linux-aarch64   the same as linux-x86_64 for 64-bit Arm (rustup target aarch64-unknown-linux-gnu, zig)
 #   macos           one universal2 wheel, Apple silicon and Intel (macOS 11 / 10.12 and newer;
 #                   rustup targets aarch64-apple-darwin and x86_64-apple-darwin, zig, which
@@ -31,33 +39,61 @@
 # (scripts/bootstrap.sh installs maturin and ziglang there). Builds in
 # <CARGO_TARGET_DIR or target>/dist, apart from the development build, so that neither
 # invalidates the other's cached artefacts. Prints the paths of the files. About 10 min cold on
-# two cores for all four platforms; linux-x86_64 alone (what CI's distribution test builds)
+# two cores for all the platforms; linux-x86_64 alone (what CI's distribution test builds)
 # about 3 min.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 VENV="$(. scripts/env.sh && printf '%s' "$DLBRIDGE_VENV")"
-PY="$VENV/bin/python"
-MATURIN="$VENV/bin/maturin"
-if [ ! -x "$MATURIN" ]; then
+if [ ! -x "$VENV/bin/maturin" ]; then
     echo "build_dist.sh: no maturin in $VENV; run: bash scripts/bootstrap.sh" >&2
     exit 1
 fi
 
 platforms=("$@")
 if [ "${#platforms[@]}" = 0 ]; then
-    platforms=(linux-x86_64 linux-x86_64-cp314t linux-aarch64 macos windows-x86_64)
+    platforms=(linux-x86_64 linux-x86_64-cp314t linux-x86_64-abi3t linux-aarch64 macos windows-x86_64)
 fi
 for platform in "${platforms[@]}"; do
     case "$platform" in
-    linux-x86_64 | linux-x86_64-cp314t | linux-aarch64 | macos | windows-x86_64) ;;
+    linux-x86_64 | linux-x86_64-cp314t | linux-x86_64-abi3t | linux-aarch64 | macos | windows-x86_64) ;;
     *)
-        echo "build_dist.sh: unknown platform $platform (linux-x86_64, linux-x86_64-cp314t, linux-aarch64, macos, windows-x86_64)" >&2
+        echo "build_dist.sh: unknown platform $platform (linux-x86_64, linux-x86_64-cp314t, linux-x86_64-abi3t, linux-aarch64, macos, windows-x86_64)" >&2
         exit 2
         ;;
     esac
 done
+
+# Nothing that ships is built by a test-only interpreter: one that scripts/build_cpython.sh
+# built from a source no registry vouches for (its prefix holds the source's stamp, .source).
+# When the project's venv was made with one, the wheels are built from a venv of their own,
+# $DLBRIDGE_DIST_VENV (default ~/.cache/dlbridge/venv-dist), made once with the newest CPython
+# of the system or pyenv (scripts/pick_python.sh newest), holding maturin and zig, and for the
+# profile-guided linux-x86_64 wheel the peers its training run uses (scripts/pgo_train.py),
+# upgraded on every run (torch among them: several GB the first time).
+base_prefix() { "$1/bin/python" -c 'import sys; print(sys.base_prefix)'; }
+if [ -f "$(base_prefix "$VENV")/.source" ]; then
+    VENV="${DLBRIDGE_DIST_VENV:-$HOME/.cache/dlbridge/venv-dist}"
+    if [ ! -x "$VENV/bin/python" ] || [ -f "$(base_prefix "$VENV")/.source" ]; then
+        rm -rf "$VENV"
+        # the system's directories and pyenv only: not the project's venv, which a caller
+        # (scripts/run.sh) may have put first on PATH
+        "$(PATH=/usr/local/bin:/usr/bin:/bin bash scripts/pick_python.sh newest)" -m venv "$VENV"
+        if [ -f "$(base_prefix "$VENV")/.source" ]; then
+            echo "build_dist.sh: $(base_prefix "$VENV") is a test-only CPython; no wheel is built with it" >&2
+            exit 1
+        fi
+    fi
+    echo "build_dist.sh: building with $VENV, a venv of $(base_prefix "$VENV")"
+    mapfile -t tools < <(grep -E '^(maturin|ziglang)' requirements-test.txt)
+    if [[ " ${platforms[*]} " = *" linux-x86_64 "* ]] && [ "${DLBRIDGE_PGO:-1}" != 0 ]; then
+        tools+=(numpy torch "jax[cpu]" pyarrow apache-tvm-ffi array-api-strict)
+    fi
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade "${tools[@]}"
+fi
+PY="$VENV/bin/python"
+MATURIN="$VENV/bin/maturin"
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}/dist"
 OUT="${DLBRIDGE_DIST_DIR:-$REPO/dist}"
@@ -90,22 +126,32 @@ mingw_linker() {
     fi
 }
 
+# no_interpreter_build NAME PYTHON: a Linux x86-64 wheel for PYTHON (python3.N[t]) in its own
+# target directory <target>-NAME. PATH keeps only the venv (for zig), cargo and the system's
+# directories, which hold no PYTHON: with --target, maturin then gives PyO3 the configuration
+# it bundles for PYTHON (a cross-compilation config), and no interpreter takes part.
+no_interpreter_build() {
+    PATH="$VENV/bin:$(dirname "$(command -v cargo)"):/usr/bin:/bin" \
+        CARGO_TARGET_DIR="$CARGO_TARGET_DIR-$1" RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-D warnings" \
+        "$MATURIN" build --release --out "$OUT" --zig --compatibility manylinux2014 \
+        --target x86_64-unknown-linux-gnu --interpreter "$2"
+}
+
 for platform in "${platforms[@]}"; do
     echo "build_dist.sh: $platform"
     case "$platform" in
     linux-x86_64)
         # profile-guided, like the development build (DLBRIDGE_PGO=0: a plain release build)
-        bash scripts/pgo.sh build "$OUT" --zig --compatibility manylinux2014 --interpreter "$PY"
+        VENV="$VENV" bash scripts/pgo.sh build "$OUT" --zig --compatibility manylinux2014 --interpreter "$PY"
         ;;
     linux-x86_64-cp314t)
-        # PATH holds no python3.14t (only the venv, for zig, and the system's): with --target,
-        # maturin then takes the interpreter's configuration from its bundled sysconfig data.
         # Its own target directory: other flags and another PyO3 configuration would
         # otherwise invalidate the abi3 builds' artefacts, and theirs this one's.
-        PATH="$VENV/bin:$(dirname "$(command -v cargo)"):/usr/bin:/bin" \
-            CARGO_TARGET_DIR="$CARGO_TARGET_DIR-cp314t" RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-D warnings" \
-            "$MATURIN" build --release --out "$OUT" --zig --compatibility manylinux2014 \
-            --target x86_64-unknown-linux-gnu --interpreter python3.14t
+        no_interpreter_build cp314t python3.14t
+        ;;
+    linux-x86_64-abi3t)
+        # the same for python3.15: PyO3's abi3t-py315 feature then applies (not abi3-py311)
+        no_interpreter_build abi3t python3.15
         ;;
     linux-aarch64)
         add_targets aarch64-unknown-linux-gnu

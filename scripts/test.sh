@@ -42,6 +42,10 @@
 #      bash scripts/aarch64_smoke.sh: the Linux aarch64 wheel built and run under qemu in an
 #      arm64 Debian root kept in ~/.cache/dlbridge/aarch64 (its smoke set and the checker with
 #      NumPy); DLBRIDGE_SKIP_AARCH64=1 skips it
+#      bash scripts/py315_smoke.sh: the abi3 and the abi3t wheel, each installed into CPython
+#      3.15 (Debian unstable's python3.15, in a root kept in ~/.cache/dlbridge/py315): the smoke
+#      set and the main job with the peers that have 3.15 wheels; SKIPPED without root or
+#      network to make the root, FAILED then under CI=true; DLBRIDGE_SKIP_PY315=1 skips it
 #   4. bash scripts/docs.sh: the documentation site in strict mode (a broken link fails)
 #      python benches/run_quick.py: the quick mode of every benchmark, tables printed to the
 #      log, no timing asserted; a benchmark's build (--prepare) runs outside its time limit
@@ -50,9 +54,9 @@
 #      when dlbridge itself fails a case (its report and JSON are kept in the log directory);
 #      DLBRIDGE_SKIP_CHECK=1 skips it
 #      bash scripts/freethreaded.sh: the main job and the suite on free-threaded CPython 3.14
-#      with the GIL off, against the cp314t wheel, when DLBRIDGE_FT_SOURCE names a CPython 3.14
-#      source (the interpreter is built from it once and cached); DLBRIDGE_SKIP_FREETHREADED=1
-#      skips it
+#      with the GIL off, against the cp314t wheel, when a CPython 3.14 source is at hand
+#      (DLBRIDGE_FT_SOURCE, or the copy beside the clone: scripts/cpython_source.sh; the
+#      interpreter is built from it once and cached); DLBRIDGE_SKIP_FREETHREADED=1 skips it
 #   5. python -m pytest [PYTEST ARGS...]  with the venv's python and scripts/env.sh
 #      (dpnp's SYCL device); a per-test --timeout (DLBRIDGE_PYTEST_TIMEOUT, default 300 s)
 #      comes first, so a --timeout in the arguments overrides it. With DLBRIDGE_TEST_DIST=1 (CI)
@@ -192,6 +196,9 @@ fi
 # The aarch64 wheel, installed and used under emulation (about 1 min warm plus its build).
 [ "${DLBRIDGE_SKIP_AARCH64:-0}" = 1 ] || step bash scripts/aarch64_smoke.sh
 
+# The abi3 and abi3t wheels on CPython 3.15 (a Debian root made once).
+[ "${DLBRIDGE_SKIP_PY315:-0}" = 1 ] || step bash scripts/py315_smoke.sh
+
 step bash scripts/docs.sh
 
 # Every benchmark's quick mode, so a speed regression shows in every CI log (shared machines:
@@ -209,8 +216,10 @@ main_job() {
 [ "${DLBRIDGE_SKIP_CHECK:-0}" = 1 ] || step main_job
 
 # The suite and the main job again on free-threaded CPython 3.14 with the GIL off, against the
-# cp314t wheel, when DLBRIDGE_FT_SOURCE names a CPython 3.14 source (SKIPPED without one;
-# FAILED under CI=true, where .ci/run sets it).
+# cp314t wheel, when a CPython 3.14 source is at hand (SKIPPED without one; FAILED under
+# CI=true, where .ci/run sets DLBRIDGE_FT_SOURCE).
+DLBRIDGE_FT_SOURCE="$(. scripts/cpython_source.sh && cpython_source)"
+export DLBRIDGE_FT_SOURCE
 [ "${DLBRIDGE_SKIP_FREETHREADED:-0}" = 1 ] || step bash scripts/freethreaded.sh
 
 "$PY" - <<'PYEOF'

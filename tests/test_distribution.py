@@ -9,6 +9,8 @@ environment that has nothing else (no NumPy) and uses it there: the buffer-proto
 trip, then, with NumPy alone added, ``python -m dlbridge check`` on what is installed. The
 same wheel goes into a venv of the oldest CPython dlbridge supports (3.11, the floor), with
 the newest NumPy, torch and PyArrow that serve it, where a smoke subset of the suite runs.
+The wheel for CPython 3.15 and newer (``build_dist.sh linux-x86_64-abi3t``) has its tags, its
+extension's file name and the C API it calls checked here; ``scripts/py315_smoke.sh`` runs it.
 
 Slow (a release build, two pip installs, NumPy from the package index) and so run only when
 ``DLBRIDGE_TEST_DIST=1`` is set, as CI does.
@@ -109,6 +111,46 @@ def test_wheel_is_one_abi3_manylinux2014_wheel(dist):
     # pytest --dlbridge-check: pytest finds the plugin by its entry point
     assert plugins["pytest11"]["dlbridge"] == "_dlbridge_pytest"
     assert "_dlbridge_pytest/__init__.py" in names and "dlbridge/pytest_plugin.py" in names
+
+
+@pytest.fixture(scope="module")
+def abi3t_wheel(tmp_path_factory) -> Path:
+    """The Linux x86-64 wheel for CPython 3.15 and newer (abi3t), built into a folder of its own."""
+    out = tmp_path_factory.mktemp("dist-abi3t")
+    env = {**os.environ, "DLBRIDGE_VENV": str(Path(sys.prefix)), "DLBRIDGE_DIST_DIR": str(out)}
+    built = run("bash", REPO / "scripts" / "build_dist.sh", "linux-x86_64-abi3t", cwd=REPO, env=env)
+    assert built.returncode == 0, built.stdout + built.stderr
+    wheels = sorted(out.glob("dlbridge-*.whl"))
+    assert len(wheels) == 1, sorted(out.iterdir())
+    return wheels[0]
+
+
+def test_abi3t_wheel_serves_cpython_315_and_newer_gil_or_not(abi3t_wheel, tmp_path):
+    name = abi3t_wheel.name
+    # PEP 803: the compressed tag set abi3.abi3t, for GIL and free-threaded builds alike
+    assert "-cp315-abi3.abi3t-" in name, name
+    assert "manylinux_2_17_x86_64" in name and "manylinux2014_x86_64" in name, name
+    with zipfile.ZipFile(abi3t_wheel) as whl:
+        names = whl.namelist()
+        info = whl.read(next(n for n in names if n.endswith(".dist-info/WHEEL"))).decode()
+        whl.extract("dlbridge/_native.abi3t-x86_64-linux-gnu.so", tmp_path)
+    tags = {line[5:] for line in info.splitlines() if line.startswith("Tag: ")}
+    assert {"cp315-abi3-manylinux_2_17_x86_64", "cp315-abi3t-manylinux_2_17_x86_64"} <= tags, tags
+    # the filename tag abi3t (PEP 803) with 3.15's platform part: a free-threaded 3.15 loads
+    # no .abi3.so file (scripts/py315_smoke.sh checks 3.15's EXTENSION_SUFFIXES)
+    extensions = [n for n in names if n.endswith(".so")]
+    assert extensions == ["dlbridge/_native.abi3t-x86_64-linux-gnu.so"], extensions
+    # only the stable ABI: none of the unstable or private C API that the cp314t build calls
+    symbols = run("nm", "-D", "--undefined-only",
+                  tmp_path / "dlbridge" / "_native.abi3t-x86_64-linux-gnu.so")
+    assert symbols.returncode == 0, symbols.stderr
+    python_api = [line.split()[-1] for line in symbols.stdout.splitlines()
+                  if line.split()[-1].startswith(("Py", "_Py"))]
+    assert "Py_IsInitialized" in python_api, python_api
+    stable_private = ("_Py_IncRef", "_Py_DecRef")  # the stable ABI's own reference counting
+    outside = [s for s in python_api
+               if "Unstable" in s or (s.startswith("_Py") and s not in stable_private)]
+    assert outside == [], outside
 
 
 def test_sdist_has_the_sources_and_the_licenses(dist):

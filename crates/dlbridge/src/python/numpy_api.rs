@@ -125,6 +125,13 @@ impl Api {
     }
 
     fn find(py: Python<'_>) -> Option<Self> {
+        // The `abi3t` build cannot read NumPy's structs: its object header has no size when it
+        // is compiled (`ffi::PyObject` is opaque there, and the GIL and free-threaded builds of
+        // CPython 3.15, which both load it, lay the header out differently), so the field
+        // offsets of `ArrayObject` and `Descr` would be wrong. NumPy arrays take the DLPack path.
+        if cfg!(all(Py_LIMITED_API, Py_GIL_DISABLED)) {
+            return None;
+        }
         let modules = py
             .import(intern!(py, "sys"))
             .ok()?

@@ -63,6 +63,11 @@ impl Readers {
 
     #[cfg(target_os = "linux")]
     fn look_up(py: Python<'_>) -> Option<Readers> {
+        // The `abi3t` build does not know the object header's size (see `numpy_api::Api::find`),
+        // so it cannot find the `at::Tensor` after it: torch's Python methods answer there.
+        if cfg!(all(Py_LIMITED_API, Py_GIL_DISABLED)) {
+            return None;
+        }
         let base = py
             .import("torch")
             .and_then(|torch| torch.getattr("_C")?.getattr("TensorBase"))

@@ -19,6 +19,18 @@
 //!   one else refers to, which a type never is).
 //!
 //! On builds with the GIL a reference is a plain increment and there is nothing to do.
+//!
+//! Which build gets what, by the cfgs PyO3 sets for it:
+//!
+//! | build                                | cfgs                                           | [`defer`] | [`immortalize`] |
+//! |--------------------------------------|------------------------------------------------|-----------|-----------------|
+//! | `cp314t` wheel (free-threaded 3.14)  | `Py_GIL_DISABLED`                              | yes       | yes             |
+//! | version-specific free-threaded 3.15+ | `Py_GIL_DISABLED`, `Py_3_15`                   | yes       | no              |
+//! | `abi3.abi3t` wheel (3.15+, any)      | `Py_LIMITED_API`, `Py_GIL_DISABLED`, `Py_3_15` | no        | no              |
+//! | abi3 wheel; other GIL builds         | `Py_LIMITED_API`, or neither                   | no        | no              |
+//!
+//! The stable ABI (abi3t included) has neither function, so the `abi3.abi3t` wheel leaves
+//! both objects' counts shared on 3.15t: correct, only slower when many threads call in.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyType};
@@ -34,7 +46,7 @@ pub(super) fn add_function<'py>(
 
 /// Give `obj` deferred reference counting on a free-threaded interpreter; `obj` is then freed
 /// only by the garbage collector, which suits objects that live as long as the module.
-#[cfg(Py_GIL_DISABLED)]
+#[cfg(all(Py_GIL_DISABLED, not(Py_LIMITED_API)))]
 pub(super) fn defer(obj: &Bound<'_, PyAny>) {
     use pyo3::ffi;
     use std::ffi::c_int;
@@ -48,14 +60,14 @@ pub(super) fn defer(obj: &Bound<'_, PyAny>) {
     unsafe { PyUnstable_Object_EnableDeferredRefcount(obj.as_ptr()) };
 }
 
-/// Nothing to do on builds with the GIL.
-#[cfg(not(Py_GIL_DISABLED))]
+/// Nothing to do on builds with the GIL, and nothing the stable ABI allows on the `abi3t` build.
+#[cfg(not(all(Py_GIL_DISABLED, not(Py_LIMITED_API))))]
 pub(super) fn defer(_obj: &Bound<'_, PyAny>) {}
 
 /// Make the class type `ty` immortal on free-threaded CPython 3.14 (see the module
 /// documentation). The type must be one of this crate's `#[pyclass]` types, which PyO3 keeps
 /// alive for the rest of the process.
-#[cfg(all(Py_GIL_DISABLED, not(Py_3_15)))]
+#[cfg(all(Py_GIL_DISABLED, not(Py_LIMITED_API), not(Py_3_15)))]
 pub(super) fn immortalize(ty: &Bound<'_, PyType>) {
     use pyo3::ffi;
     unsafe extern "C" {
@@ -73,7 +85,7 @@ pub(super) fn immortalize(ty: &Bound<'_, PyType>) {
     unsafe { _Py_SetImmortal(ty.as_ptr()) };
 }
 
-/// Nothing to do on builds with the GIL (and none is done on interpreters after 3.14, which
-/// dlbridge has not been measured on).
-#[cfg(not(all(Py_GIL_DISABLED, not(Py_3_15))))]
+/// Nothing to do on builds with the GIL; none is done on interpreters after 3.14, which
+/// dlbridge has not been measured on, nor on the `abi3t` build, whose stable ABI lacks it.
+#[cfg(not(all(Py_GIL_DISABLED, not(Py_LIMITED_API), not(Py_3_15))))]
 pub(super) fn immortalize(_ty: &Bound<'_, PyType>) {}

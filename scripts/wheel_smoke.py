@@ -1,10 +1,16 @@
-"""The aarch64 wheel's smoke set, run by scripts/aarch64_smoke.sh inside an emulated arm64 Python.
+"""A built wheel's smoke set, run in an interpreter away from the project's venv:
 
-Each check exchanges with the real libraries installed next to the wheel (NumPy, PyArrow):
-buffer-protocol and DLPack round trips, strided copies through the copy kernel that targets
-other than x86-64 use (the portable tile loops), pickle protocol 5 with out-of-band buffers,
-shared memory sent to a spawned process, Arrow in and out, and bad input. Prints one line per
-check; any failure raises.
+    python scripts/wheel_smoke.py MACHINE [EXTENSION_SUFFIX]
+
+Run by scripts/aarch64_smoke.sh (MACHINE aarch64, an emulated arm64 Python) and by
+scripts/py315_smoke.sh (x86_64, CPython 3.15 with the abi3 and then the abi3t wheel). The first
+check asserts the machine, that dlbridge comes from an installed wheel, and, given
+EXTENSION_SUFFIX, that the extension file ends with it and that the interpreter's
+importlib.machinery.EXTENSION_SUFFIXES lists it (both printed). Each check exchanges with the
+real libraries installed next to the wheel (NumPy, and PyArrow when it installs there):
+buffer-protocol and DLPack round trips both ways, strided copies through the copy kernels,
+pickle protocol 5 with out-of-band buffers, shared memory sent to a spawned process, Arrow in
+and out, and bad input. Prints one line per check; any failure raises.
 """
 
 from __future__ import annotations
@@ -14,18 +20,30 @@ import pickle
 import platform
 import sys
 import time
+from importlib import machinery, util
 
 import numpy as np
-import pyarrow as pa
 
 import dlbridge
+from dlbridge import _native
+
+MACHINE = sys.argv[1] if len(sys.argv) > 1 else "aarch64"
+SUFFIX = sys.argv[2] if len(sys.argv) > 2 else None
 
 
 def check_platform() -> str:
-    assert platform.machine() == "aarch64", platform.machine()
+    assert platform.machine() == MACHINE, platform.machine()
     assert "site-packages" in dlbridge.__file__, dlbridge.__file__  # the wheel, not a checkout
+    extension = _native.__file__ or ""
+    print(f"   extension {extension}\n   EXTENSION_SUFFIXES {machinery.EXTENSION_SUFFIXES}")
+    if SUFFIX is not None:
+        assert extension.endswith(f"_native{SUFFIX}"), (extension, SUFFIX)
+        assert SUFFIX in machinery.EXTENSION_SUFFIXES, machinery.EXTENSION_SUFFIXES
+    gil_enabled = getattr(sys, "_is_gil_enabled", lambda: True)()  # 3.13 and newer
+    gil = "" if gil_enabled else ", GIL off"
     return (
-        f"{platform.machine()}, Python {platform.python_version()}, dlbridge {dlbridge.__version__}"
+        f"{platform.machine()}, Python {platform.python_version()}{gil}, "
+        f"dlbridge {dlbridge.__version__}, {extension.rsplit('/', 1)[-1]}"
     )
 
 
@@ -114,6 +132,10 @@ def check_shared_memory() -> str:
 
 
 def check_arrow() -> str:
+    if util.find_spec("pyarrow") is None:
+        return "SKIPPED: PyArrow is not installed (no wheel for this interpreter)"
+    import pyarrow as pa
+
     arr = pa.array(np.arange(12, dtype=np.int64))
     t = dlbridge.from_arrow(arr)
     assert np.array_equal(np.from_dlpack(t), np.arange(12))
@@ -148,7 +170,7 @@ def main() -> None:
         print(
             f"ok {check.__name__[6:]:<20} {time.perf_counter() - start:5.1f} s  {what}", flush=True
         )
-    print(f"aarch64 smoke: {len(checks)} checks passed", flush=True)
+    print(f"wheel smoke ({MACHINE}): {len(checks)} checks passed", flush=True)
 
 
 if __name__ == "__main__":
