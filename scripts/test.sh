@@ -11,7 +11,7 @@
 #      cargo clippy -p dlbridge --all-targets -- -D warnings   (the pure-Rust build)
 #      bash scripts/cross_check.sh: the same clippy for Windows, macOS (Arm, Intel) and Linux
 #      on Arm, the targets added with rustup when missing (DLBRIDGE_SKIP_CROSS=1 skips it)
-#      bash scripts/msrv_check.sh: cargo check with the crate's rust-version, and with
+#      bash scripts/msrv_check.sh: cargo check --workspace --all-targets with the rust-version, and with
 #      arrow-rs's minimum for that feature (DLBRIDGE_SKIP_MSRV=1 skips it)
 #      the ABI check: dlbridge's "pyo3" feature must not choose pyo3's abi3 (only the
 #      wheel's cdylib does), so that extensions depending on dlbridge keep their own choice
