@@ -20,7 +20,10 @@ The public API:
   memory that ``multiprocessing`` sends to other processes as a handle.
 """
 
-from . import _processes  # noqa: F401 - registers the multiprocessing reduction
+from . import (
+    _native,
+    _processes,  # noqa: F401 - registers the multiprocessing reduction
+)
 from ._native import (
     DLPACK_VERSION,
     Device,
@@ -33,10 +36,13 @@ from ._native import (
     from_dlpack,
     to_shared,
 )
-from .convert import convert, explain
+from .convert import _copied_by_library, convert, explain
 from .describe import describe
-from .host import to_host, to_memoryview, to_numpy
+from .host import _to_numpy_general, to_host, to_memoryview, to_numpy
 from .plan import Plan
+
+# The one way Rust reaches the package's Python code: what it is handed here, once.
+_native._register_fallbacks(_to_numpy_general, _copied_by_library)
 
 __all__ = [
     "DLPACK_VERSION",

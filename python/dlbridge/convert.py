@@ -124,3 +124,11 @@ if convert.__doc__ is not None:  # None under python -OO
 
 
 __all__ = ["Plan", "convert", "explain"]
+
+
+def _copied_by_library(t: Any, *, device: Any = None, copy: bool | None = None) -> Any:
+    """What ``Tensor.to_device`` and ``Tensor.copy`` (in ``_native``) hand over for memory
+    dlbridge cannot copy itself (oneAPI...): ``convert(t, "dlbridge", ...)``, so that the
+    library that owns the memory makes the copy. The package registers it with ``_native`` at
+    import."""
+    return convert(t, "dlbridge", device=device, copy=copy)

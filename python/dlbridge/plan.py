@@ -252,7 +252,7 @@ def _copy_on_device(ctx: Ctx, dev: Device) -> Tensor:
                 return t
         except BufferError:
             pass
-    if dev.type in nsmod.DLBRIDGE_REACHES:
+    if dev.dlbridge_copies_from:
         return from_dlpack(ctx.tensor, copy=True)
     helper = nsmod.device_helper(dev)
     if helper is None:
@@ -564,7 +564,7 @@ def _layout_and_flags(p: _Planning) -> None:
     ro = facts.readonly and not p.fresh
     p.ro_problem = target.readonly_why if ro and not target.alias_readonly else None
     step = p.import_step
-    if step is not None and not (p.moving and nsmod.host(p.dest) and step[2] == 0
+    if step is not None and not (p.moving and p.dest.is_host_accessible and step[2] == 0
                                  and p.is_torch):
         text, fn, n = step
         if text:
@@ -591,7 +591,7 @@ def _move(p: _Planning) -> None:
     b, ctx, x, target, route = p.b, p.ctx, p.x, p.target, p.route
     src_dev, dest, problem = p.src_dev, p.dest, p.problem
     lay = p.facts.layout()
-    if nsmod.host(dest):
+    if dest.is_host_accessible:
         _plan_to_host(b, ctx, x, src_dev, dest, p.src_ns, p.kind, readonly=p.facts.readonly)
         p.fresh = True
         if problem:
@@ -602,7 +602,7 @@ def _move(p: _Planning) -> None:
             )
         _final(b, target, route, expect_alias=True, copy=p.copy)
         return
-    if nsmod.host(src_dev):
+    if src_dev.is_host_accessible:
         reasons = _copy_reasons(problem, None)
         if reasons:  # fix the layout on the host first, where dlbridge can copy
             b.add(f"C-order copy on the host: {'; '.join(reasons)}", _copy_host, 1,
@@ -650,7 +650,7 @@ def _copy_in_place(p: _Planning) -> None:
                 f"{'; '.join(reasons)}; that needs a copy, which copy=False forbids (pass "
                 "copy=None to let dlbridge copy)",
             )
-        if nsmod.host(src_dev):
+        if src_dev.is_host_accessible:
             b.add(f"C-order copy on the host: {'; '.join(reasons)}", _copy_host, 1,
                   why=reasons[0])
         else:
@@ -670,7 +670,7 @@ def _copy_on_its_device(p: _Planning, reasons: list[str]) -> None:
     ctx, src_dev = p.ctx, p.src_dev
     bare = ctx.obj is None or isinstance(ctx.obj, Tensor)
     helper = nsmod.device_helper(src_dev)
-    if src_dev.type in nsmod.DLBRIDGE_REACHES:
+    if src_dev.dlbridge_copies_from:
         who = "dlbridge" if bare else "the producer, else dlbridge"
     elif bare:
         if helper is None:
@@ -695,7 +695,7 @@ def _satisfies(here: Device, want: Device, target: nsmod.Namespace) -> bool:
     host-accessible memory (CUDA pinned or managed) that the target can hold as it is."""
     if here == want:
         return True
-    return want.type == nsmod.CPU and nsmod.host(here) and target.can_hold(here)
+    return want.type == nsmod.CPU and here.is_host_accessible and target.can_hold(here)
 
 
 def _import(
@@ -817,7 +817,7 @@ def _plan_to_host(
     kind: str, staged: bool = False, readonly: bool = False,
 ) -> None:
     bare = ctx.obj is None or isinstance(ctx.obj, Tensor)
-    if src.type in nsmod.DLBRIDGE_REACHES:
+    if src.dlbridge_copies_from:
         who = "dlbridge" if bare else f"the producer ({kind}), else dlbridge"
     else:
         helper = nsmod.device_helper(src)
@@ -872,7 +872,7 @@ def _plan_from_host(
             why=why,
         )
         return
-    if dest.type in nsmod.DLBRIDGE_REACHES:
+    if dest.dlbridge_copies_to:
         def h2d_dlb(c: Ctx) -> None:
             assert c.tensor is not None
             c.tensor = c.tensor.to_device(str(dest))

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from ..namespaces.base import HOST_TYPES
 from . import adapters, external
 from . import refcapsule as rc
 from .adapters.base import (
@@ -138,7 +137,7 @@ def _observe_dlbridge(y: Any) -> Observed:
     obs.is_copied = bool(y.is_copied)
     d = y.device
     obs.device = (int(d.type), int(d.id))
-    if obs.device[0] in HOST_TYPES:
+    if rc.host_readable(obs.device):
         info = rc.read_object(y)
         obs.values = info.values
         if info.dtype != obs.dtype:

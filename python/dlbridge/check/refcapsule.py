@@ -23,14 +23,23 @@ from typing import Any
 
 import numpy as np
 
+from .. import Device
 from .._layout import c_strides
-from ..namespaces.base import HOST_TYPES
 
 c_void_p = ctypes.c_void_p
 c_int64 = ctypes.c_int64
 
 READ_ONLY = 1
 IS_COPIED = 2
+
+def host_readable(device: tuple[int, int]) -> bool:
+    """Whether the host CPU reads memory of a DLPack ``(device_type, device_id)`` pair
+    directly, as dlbridge's :class:`Device` says; False for a pair that names no device."""
+    try:
+        return Device(device).is_host_accessible
+    except (TypeError, ValueError):
+        return False
+
 
 #: Highest DLPack version the reference consumer asks for and the reference producer speaks.
 REF_VERSION = (1, 3)
@@ -316,7 +325,7 @@ def _read_tensor(info: CapsuleInfo, t: DLTensor, read_values: bool) -> None:
     info.byte_offset = int(t.byte_offset)
     info.data = int(t.data or 0)
     if read_values:
-        if info.device[0] not in HOST_TYPES:
+        if not host_readable(info.device):
             raise BufferError(
                 f"memory on device {DEVICE_NAMES.get(info.device[0], info.device[0])} is not "
                 "readable from the host"

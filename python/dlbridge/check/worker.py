@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 
 from .._layout import c_contiguous, f_contiguous
-from ..namespaces.base import HOST_TYPES
 from . import refcapsule as rc
 from .adapters.base import require_layout
 from .adapters.builtin import ref_consume
@@ -105,7 +104,7 @@ class Source:
 
     @property
     def host(self) -> bool:
-        return self.device[0] in HOST_TYPES
+        return rc.host_readable(self.device)
 
 
 def build_source(plib: Adapter, case: Case) -> Source:
@@ -503,7 +502,7 @@ def judge_tensor(t: Any, obs: Observed, src: Source, case: Case) -> list[tuple[s
                 f"bytes (dlbridge realigns by a copy)",
             )
         )
-    if obs.device is not None and obs.device[0] in HOST_TYPES:
+    if obs.device is not None and rc.host_readable(obs.device):
         try:
             mv = memoryview(t)
         except BufferError:
@@ -1067,7 +1066,7 @@ def _consumer_refused(u: _DlbridgeUnit, t: Any, obs_t: Observed, e: Exception,
             and "right_refusal" in u.direct.get("checks", [])):
         return result(PASS, f"refused, as the direct exchange rightly is: {short(e)}")
     msg = str(e).lower()
-    on_device = obs_t.device is not None and obs_t.device[0] not in HOST_TYPES
+    on_device = obs_t.device is not None and not rc.host_readable(obs_t.device)
     if isinstance(e, BufferError) and on_device:
         assert obs_t.device is not None
         where = rc.DEVICE_NAMES.get(obs_t.device[0], obs_t.device[0])

@@ -27,10 +27,8 @@ from .base import (
     CUDA,
     CUDA_HOST,
     CUDA_MANAGED,
-    DLBRIDGE_REACHES,
     EXT_DEV,
     FLOAT8,
-    HOST_TYPES,
     METAL,
     ONEAPI,
     OPENCL,
@@ -45,7 +43,6 @@ from .base import (
     State,
     device_of,
     has_ml_dtypes,
-    host,
 )
 from .numpy import ml_dtypes_view
 from .registry import NAMES, device_helper, get, installed, owner
@@ -56,10 +53,8 @@ __all__ = [
     "CUDA",
     "CUDA_HOST",
     "CUDA_MANAGED",
-    "DLBRIDGE_REACHES",
     "EXT_DEV",
     "FLOAT8",
-    "HOST_TYPES",
     "LayoutView",
     "METAL",
     "NAMES",
@@ -80,7 +75,6 @@ __all__ = [
     "device_of",
     "get",
     "has_ml_dtypes",
-    "host",
     "installed",
     "ml_dtypes_view",
     "negative_strides",

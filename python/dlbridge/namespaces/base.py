@@ -16,12 +16,8 @@ from .._native import Device, Tensor
 CPU, CUDA, CUDA_HOST, OPENCL, VULKAN, METAL, VPI, ROCM, ROCM_HOST, EXT_DEV, CUDA_MANAGED, ONEAPI = (
     1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14,
 )
-#: kDLTPUHost: a TPU runtime's pinned host memory (added to dlpack.h after DLPack 1.3).
-TPU_HOST = 20
-#: Device types whose memory the host CPU reads directly (the checker reads the same set).
-HOST_TYPES = frozenset({CPU, CUDA_HOST, ROCM_HOST, CUDA_MANAGED, TPU_HOST})
-#: Device types dlbridge itself can copy from and to (host memory; CUDA through the driver).
-DLBRIDGE_REACHES = HOST_TYPES | {CUDA}
+# Which memory the host reads, and which dlbridge copies itself, is the Device's to say
+# (Device.is_host_accessible, dlbridge_copies_from, dlbridge_copies_to): decided in Rust.
 
 SUBBYTE = ("float4_", "float6_")
 FLOAT8 = "float8"
@@ -30,11 +26,6 @@ BASIC_DTYPES = (
     "float16", "float32", "float64", "complex64", "complex128",
 )
 SIXTY_FOUR_BIT = ("int64", "uint64", "float64", "complex128")
-
-
-def host(device: Device) -> bool:
-    """Can the host CPU read memory on ``device`` directly?"""
-    return device.type in HOST_TYPES
 
 
 def device_of(x: Any) -> Device | None:
@@ -167,7 +158,7 @@ class Namespace:
         return [Device("cpu")]
 
     def can_hold(self, device: Device) -> bool:
-        return device.type in HOST_TYPES
+        return device.is_host_accessible
 
     def dtype_route(self, dtype: str) -> str:
         """How a tensor of ``dtype`` reaches this library: ``"dlpack"`` (its from_dlpack),
@@ -221,8 +212,8 @@ class LayoutView:
 
 
 __all__ = [
-    "BASIC_DTYPES", "CPU", "CUDA", "CUDA_HOST", "CUDA_MANAGED", "DLBRIDGE_REACHES", "EXT_DEV",
-    "FLOAT8", "HOST_TYPES", "LayoutView", "METAL", "Namespace", "ONEAPI", "OPENCL", "ROCM",
+    "BASIC_DTYPES", "CPU", "CUDA", "CUDA_HOST", "CUDA_MANAGED", "EXT_DEV",
+    "FLOAT8", "LayoutView", "METAL", "Namespace", "ONEAPI", "OPENCL", "ROCM",
     "ROCM_HOST", "SIXTY_FOUR_BIT", "SUBBYTE", "State", "VPI", "VULKAN", "device_of",
-    "has_ml_dtypes", "host",
+    "has_ml_dtypes",
 ]

@@ -18,6 +18,52 @@ use crate::python::{
 };
 use crate::tensor::Tensor;
 
+/// Import `x` like `from_dlpack`: the most common inputs in one step each ([`direct`]), the
+/// rest through the whole dispatch, with the `device` / `copy` policy applied; the names of an
+/// Arrow `fixed_shape_tensor`'s cell dimensions are kept.
+pub(crate) fn import_object(
+    x: &Bound<'_, PyAny>,
+    device: Option<Device>,
+    copy: Option<bool>,
+) -> PyResult<(Tensor, CellNames)> {
+    let offers = protocols::of(x)?;
+    if let Some(tensor) = direct(x, &offers, device, copy)? {
+        return Ok(match apply_policy(&tensor, device, copy)? {
+            None => (tensor, None),
+            Some(copied) => (copied, None),
+        });
+    }
+    // The table and pyarrow's `__dlpack__` were asked already (not asked twice).
+    let rest = Protocols {
+        exchange: None,
+        pyarrow_primitive: false,
+        ..offers
+    };
+    from_object_with(x, Some(rest), device, copy)
+}
+
+/// What `from_dlpack(t, device=..., copy=...)` does first with a dlbridge Tensor on `here`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reimport {
+    /// Moved to another device, as `t.to_device(target)` moves it.
+    Move(Device),
+    /// Copied where it is, as `t.copy()` copies it: `copy=True` always copies, as `t` is the
+    /// caller's (even a fresh copy it holds is aliased: `IS_COPIED` speaks of the import that
+    /// made it).
+    Copy,
+    /// `t` itself, as [`apply_policy`] leaves it (`copy=False` refusals, realignment).
+    Keep,
+}
+
+/// [`Reimport`]'s decision for a tensor on `here` asked for `device` and `copy`.
+pub(crate) fn reimport(here: Device, device: Option<Device>, copy: Option<bool>) -> Reimport {
+    match device {
+        Some(target) if target != here && copy != Some(false) => Reimport::Move(target),
+        _ if copy == Some(true) => Reimport::Copy,
+        _ => Reimport::Keep,
+    }
+}
+
 /// Import `obj` zero-copy when possible, honouring `device` and `copy` like the array API's
 /// `from_dlpack`: `copy=True` always copies (C-contiguous result), `copy=False` never copies,
 /// `copy=None` copies only when needed (e.g. data not aligned to its item size).
