@@ -214,11 +214,21 @@ main_job() {
 [ "${DLBRIDGE_SKIP_FREETHREADED:-0}" = 1 ] || step bash scripts/freethreaded.sh
 
 "$PY" - <<'PYEOF'
+import re
 from importlib import metadata
-names = ["dlbridge", "numpy", "torch", "jax", "jaxlib", "pyarrow", "nanoarrow", "arro3-core",
-         "array-api-strict", "apache-tvm-ffi", "ml_dtypes", "polars", "tensorflow-cpu", "dpnp",
-         "dpctl", "intel-opencl-rt", "paddlepaddle", "mlx", "warp-lang", "pandas", "cupy-cuda13x",
-         "ray", "dask", "distributed", "hypothesis", "pytest"]
+
+from dlbridge import namespaces
+
+# the libraries dlbridge knows, by the distributions their pip specs name (the registry is
+# their one list), then the peers that are not targets of their own
+names = ["dlbridge"]
+for name in namespaces.NAMES:
+    for spec in namespaces.get(name).pip.split():
+        dist = re.split(r"[\[<>=!~; ]", spec, maxsplit=1)[0]
+        if dist not in names:
+            names.append(dist)
+names += ["jaxlib", "nanoarrow", "arro3-core", "ml_dtypes", "polars", "dpctl", "ray", "dask",
+          "distributed", "hypothesis", "pytest"]
 def v(n):
     try:
         return metadata.version(n)

@@ -20,6 +20,7 @@ __all__ = [
     "_map_shared",
     "_open_cuda_ipc",
     "_register_fallbacks",
+    "_copy_decision",
 ]
 
 __version__: str
@@ -400,6 +401,16 @@ def to_numpy(x: Any, *, copy: bool | None = None) -> Any:
     the dlbridge Tensor), and so is host data of bfloat16, float8 and one-per-byte float6 /
     float4 as ml_dtypes arrays when ml_dtypes is installed; everything else goes to the
     general path the dlbridge package registered (``convert(x, "numpy", device="cpu")``)."""
+
+def _copy_decision(
+    here: Any, device: Any, copy: bool | None, needs: bool, fresh: bool
+) -> Literal["keep", "copy", "move", "refuse transfer", "refuse copy"]:
+    """dlbridge's one copy and device rule, which ``from_dlpack``, ``Tensor.to_device`` and the
+    planner of ``convert`` all follow, for data on ``here`` asked for ``device`` and ``copy``:
+    another device is a transfer (``"move"``), a copy the consumer ``needs`` is made, and
+    ``copy=True`` copies unless the data is ``fresh`` (a private copy already); under
+    ``copy=False`` a transfer or needed copy is refused. ``here`` and ``device`` may be None
+    (no device asked)."""
 
 def _register_fallbacks(to_numpy: Any, by_library: Any) -> None:
     """Called once by the dlbridge package at import: the Python functions this module calls

@@ -34,7 +34,7 @@ from typing import Any
 
 from . import namespaces as nsmod
 from ._layout import c_strides
-from ._native import Device, NoProtocolError, Tensor, from_dlpack
+from ._native import Device, NoProtocolError, Tensor, _copy_decision, from_dlpack
 from .describe import (
     Facts,
     facts_of_capsule,
@@ -465,7 +465,7 @@ def _resolve_state(p: _Planning) -> None:
                 f"the {owner} {st.what}, which DLPack cannot carry; call {st.fix} first, "
                 f"or pass {st.option}=True to convert",
             )
-        if st.copies and p.copy is False:
+        if st.copies and _copy_forbidden(p.copy):
             raise Impossible(
                 BufferError,
                 f"the {owner} {st.what}; resolving it with {st.fix.split(' (')[0]} is a copy, "
@@ -548,7 +548,7 @@ def _choose_device(p: _Planning) -> None:
         raise Impossible(BufferError, f"{p.name} has no arrays on {want} (its devices: {devs})")
     p.b.device = dest
     p.src_dev, p.dest = src_dev, dest
-    if p.moving and p.copy is False:
+    if _copy_decision(src_dev, dest, p.copy, False, False) == "refuse transfer":
         raise Impossible(
             BufferError,
             f"the data is on {src_dev} and device={dest} needs a copy, which copy=False "
@@ -631,10 +631,11 @@ def _copy_in_place(p: _Planning) -> None:
     b, target, route, name = p.b, p.target, p.route, p.name
     src_dev, facts, copy = p.src_dev, p.facts, p.copy
     reasons = _copy_reasons(p.problem, p.ro_problem)
-    if copy is True and not p.fresh and not reasons:
+    decision = _copy_decision(src_dev, None, copy, bool(reasons), p.fresh)
+    if decision == "copy" and not reasons:
         reasons = ["copy=True asks for a copy"]
     if route == "host_copy":
-        if copy is False:
+        if _copy_forbidden(copy):
             raise Impossible(
                 BufferError,
                 f"{name} cannot import {facts.dtype} through DLPack (its from_dlpack asks for "
@@ -644,7 +645,7 @@ def _copy_in_place(p: _Planning) -> None:
         _final(b, target, route, expect_alias=False, copy=copy)
         return
     if reasons:
-        if copy is False:
+        if decision == "refuse copy":
             raise Impossible(
                 BufferError,
                 f"{'; '.join(reasons)}; that needs a copy, which copy=False forbids (pass "
@@ -690,6 +691,12 @@ def _copy_on_its_device(p: _Planning, reasons: list[str]) -> None:
             why=reasons[0])
 
 
+def _copy_forbidden(copy: bool | None) -> bool:
+    """Whether a copy the target needs is refused: dlbridge's one copy rule, decided in Rust
+    for its own imports and for this planner alike."""
+    return _copy_decision(None, None, copy, True, False) == "refuse copy"
+
+
 def _satisfies(here: Device, want: Device, target: nsmod.Namespace) -> bool:
     """Is data on ``here`` already where ``want`` asks? A request for the CPU is met by any
     host-accessible memory (CUDA pinned or managed) that the target can hold as it is."""
@@ -720,7 +727,7 @@ def _import(
             raise Impossible(BufferError, str(e2)) from None
         except Exception as e2:  # noqa: BLE001 - the producer's own exception type
             raise Impossible(BufferError, _producer_refused(e2)) from None
-        if copy is False:
+        if _copy_forbidden(copy):
             raise Impossible(
                 BufferError, f"importing {kind} needs a copy ({why}), which copy=False forbids"
             ) from None
@@ -924,7 +931,7 @@ def _final(
     else:
         text = f"{name}: {target.importer or name + '.from_dlpack'} (zero-copy)"
     copies = 1 if route in ("host_copy", "import_copy") else 0
-    if copies and copy is False:
+    if copies and _copy_forbidden(copy):
         raise Impossible(
             BufferError, f"{name}: {_ROUTE_TEXT[route]}, which copy=False forbids; pass copy=None"
         )
@@ -939,7 +946,7 @@ def _final(
         got = result_ptr(c.result)
         if got is None or got == int(t.data_ptr):
             return None
-        if copy is False:
+        if _copy_forbidden(copy):
             raise BufferError(
                 f"{name} copied the data on import (dlbridge expected it to alias it); refused "
                 "under copy=False"

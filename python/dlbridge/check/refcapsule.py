@@ -44,26 +44,13 @@ def host_readable(device: tuple[int, int]) -> bool:
 #: Highest DLPack version the reference consumer asks for and the reference producer speaks.
 REF_VERSION = (1, 3)
 
-DEVICE_NAMES = {
-    1: "cpu",
-    2: "cuda",
-    3: "cuda_host",
-    4: "opencl",
-    7: "vulkan",
-    8: "metal",
-    9: "vpi",
-    10: "rocm",
-    11: "rocm_host",
-    12: "ext_dev",
-    13: "cuda_managed",
-    14: "oneapi",
-    15: "webgpu",
-    16: "hexagon",
-    17: "maia",
-    18: "trn",
-    19: "tpu",
-    20: "tpu_host",
-}
+def device_name(device_type: int) -> str:
+    """The name of a DLPack device type (``"cuda"``, ``"tpu_host"``...), as dlbridge's
+    :class:`Device` spells it; the number itself for a type that names no device."""
+    try:
+        return Device((device_type, 0)).name
+    except (TypeError, ValueError):
+        return str(device_type)
 
 #: (code, bits) -> dtype name (lanes must be 1).
 DTYPE_NAMES = {
@@ -261,7 +248,7 @@ class CapsuleInfo:
         return (
             f"{v} capsule{' [' + ','.join(fl) + ']' if fl else ''}, {self.dtype}, "
             f"shape {self.shape}, strides {strides}, device "
-            f"{DEVICE_NAMES.get(self.device[0], self.device[0])}"
+            f"{device_name(self.device[0])}"
         )
 
 
@@ -327,7 +314,7 @@ def _read_tensor(info: CapsuleInfo, t: DLTensor, read_values: bool) -> None:
     if read_values:
         if not host_readable(info.device):
             raise BufferError(
-                f"memory on device {DEVICE_NAMES.get(info.device[0], info.device[0])} is not "
+                f"memory on device {device_name(info.device[0])} is not "
                 "readable from the host"
             )
         info.values = host_copy(info.data_ptr, info.shape, info.element_strides, np_dtype(name))

@@ -373,9 +373,9 @@ def judge(
             (
                 "device",
                 f"result is on "
-                f"{rc.DEVICE_NAMES.get(obs.device[0], obs.device[0])}:{obs.device[1]}, "
+                f"{rc.device_name(obs.device[0])}:{obs.device[1]}, "
                 f"expected "
-                f"{rc.DEVICE_NAMES.get(expect_device[0], expect_device[0])}:{expect_device[1]}",
+                f"{rc.device_name(expect_device[0])}:{expect_device[1]}",
             )
         )
     aliased = None
@@ -569,7 +569,7 @@ def required_refusal(case: Case, src: Source, clib: Adapter) -> str | None:
     if case.refuse:
         return case.refuse
     if not src.host:
-        dev = rc.DEVICE_NAMES.get(src.device[0], src.device[0])
+        dev = rc.device_name(src.device[0])
         if case.device == "cpu" and case.copy is False:
             return f"the data is on {dev}; reaching the CPU needs a copy but copy=False (C39)"
         if case.device is None and src.device[0] not in clib.devices:
@@ -1069,7 +1069,7 @@ def _consumer_refused(u: _DlbridgeUnit, t: Any, obs_t: Observed, e: Exception,
     on_device = obs_t.device is not None and not rc.host_readable(obs_t.device)
     if isinstance(e, BufferError) and on_device:
         assert obs_t.device is not None
-        where = rc.DEVICE_NAMES.get(obs_t.device[0], obs_t.device[0])
+        where = rc.device_name(obs_t.device[0])
         return result(UNSUPPORTED, f"dlbridge cannot move {where} memory itself: pass "
                       "device=\"cpu\" to dlbridge.from_dlpack so that the producer copies "
                       f"({short(e)})")

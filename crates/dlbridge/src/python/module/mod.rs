@@ -61,6 +61,34 @@ fn instance<'a, 'py, T: PyTypeInfo>(obj: &'a Bound<'py, PyAny>) -> Option<&'a Bo
         .flatten()
 }
 
+/// `_native._copy_decision(here, device, copy, needs, fresh)`: [`import::decide`], the copy
+/// and device rule of `from_dlpack`, asked by the planner of `convert` (which words its own
+/// refusals): `"keep"`, `"copy"`, `"move"`, `"refuse transfer"` or `"refuse copy"`. `here`
+/// and `device` may be None (no device asked: where the data is does not matter).
+#[pyfunction]
+fn _copy_decision(
+    here: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    copy: Option<bool>,
+    needs: bool,
+    fresh: bool,
+) -> PyResult<&'static str> {
+    let parse = |d: Option<&Bound<'_, PyAny>>| {
+        d.filter(|d| !d.is_none())
+            .map(types::parse_device)
+            .transpose()
+    };
+    let device = parse(device)?;
+    let here = parse(here)?.or(device).unwrap_or(Device::CPU);
+    Ok(match import::decide(here, device, copy, needs, fresh) {
+        import::Decision::Keep => "keep",
+        import::Decision::Copy => "copy",
+        import::Decision::Move(_) => "move",
+        import::Decision::Refuse(import::Refusal::Transfer) => "refuse transfer",
+        import::Decision::Refuse(import::Refusal::Copy) => "refuse copy",
+    })
+}
+
 /// Copy the elements of `src` into the existing, writable tensor `dst` (`numpy.copyto`
 /// without casting): `src` is imported like `from_dlpack` and broadcast to `dst`'s shape. As
 /// with `numpy.copyto`, no other thread may read or write `dst`'s elements during the copy.
@@ -85,7 +113,7 @@ fn copyto(dst: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<()> {
 /// `DLPACK_VERSION` (the highest DLPack version exported) and `_LEGACY_CAPSULES_WRITABLE` (the
 /// packages whose legacy capsules import writable, for the checker) to the module `m`, and
 /// `_register_fallbacks`, through which the dlbridge Python package hands over its Python
-/// fallbacks at import.
+/// fallbacks at import, and `_copy_decision`, the copy and device rule for the planner.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
         "DLPACK_VERSION",
@@ -118,5 +146,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     contention::add_function(m, wrap_pyfunction!(processes::_map_shared, m)?)?;
     contention::add_function(m, wrap_pyfunction!(processes::_open_cuda_ipc, m)?)?;
     contention::add_function(m, wrap_pyfunction!(fallbacks::_register_fallbacks, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(_copy_decision, m)?)?;
     Ok(())
 }

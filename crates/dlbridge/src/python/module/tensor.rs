@@ -83,18 +83,20 @@ pub(super) fn import_object(
     Ok(PyTensor::of(tensor, row_and_cell_names(cell_names)))
 }
 
-/// `from_dlpack(t, device=..., copy=...)` of a dlbridge Tensor `t`: what
-/// [`import::reimport`] decides (kept, moved as `to_device` moves it, or copied as `t.copy()`
-/// copies it), then `t` as the import policy leaves it.
+/// `from_dlpack(t, device=..., copy=...)` of a dlbridge Tensor `t`: what [`import::decide`]
+/// decides (moved as `to_device` moves it, copied as `t.copy()` copies it: `t` is the
+/// caller's, so even a fresh copy it holds is aliased, as `IS_COPIED` speaks of the import that
+/// made it), then `t` as the import policy leaves it (its refusals, realignment).
 pub(super) fn reimported<'py>(
     t: &Bound<'py, PyTensor>,
     device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    let t = match import::reimport(t.get().0.device(), device, copy) {
-        import::Reimport::Move(target) => moved_to(t, target, None)?,
-        import::Reimport::Copy => return copy_of(t, Order::C),
-        import::Reimport::Keep => t.clone(),
+    let t = match import::decide(t.get().0.device(), device, copy, false, false) {
+        import::Decision::Move(target) => moved_to(t, target, None)?,
+        import::Decision::Copy => return copy_of(t, Order::C),
+        // A refusal is `apply_policy`'s, with its message.
+        import::Decision::Keep | import::Decision::Refuse(_) => t.clone(),
     };
     match import::apply_policy(&t.get().0, device, copy)? {
         None => Ok(t),
@@ -148,9 +150,11 @@ pub(super) fn moved_to<'py>(
     // stream (DLPack's contract); dlbridge hands it to the driver as is.
     let request = unsafe { cuda::transfer_stream(tensor.device(), target, value) }?;
     // Validated first, so that a bad `stream` is refused whether or not a copy is needed.
-    if tensor.device() == target {
+    let import::Decision::Move(target) =
+        import::decide(tensor.device(), Some(target), None, false, false)
+    else {
         return Ok(slf.clone());
-    }
+    };
     let moved = match cuda::to_device(tensor, target, request) {
         Ok(moved) => moved,
         Err(err @ crate::Error::UnsupportedDevice { .. }) => {
