@@ -236,6 +236,30 @@ def test_every_namespace_has_its_adapter_beside_it():
         assert (adapters[name].module, adapters[name].pip) == (ns.module, ns.pip), name
 
 
+def test_one_rank_per_library_set_in_its_namespace():
+    # the checker's order is convert's: an adapter with a namespace takes its rank from it
+    from dlbridge import namespaces as nsmod
+
+    ordered = [cls.name for cls in libraries.ALL_LIBRARIES if cls.name in nsmod.NAMES]
+    assert ordered == [n for n in nsmod.NAMES if n != "dlbridge"]
+    for cls in libraries.ALL_LIBRARIES:
+        if cls.name in nsmod.NAMES:
+            assert cls.rank == type(nsmod.get(cls.name)).rank, cls.name
+
+
+def test_one_discovery_loop():
+    # the registry of namespaces and the checker's adapters are found by the same helper
+    from pathlib import Path
+
+    package = Path(libraries.__file__).parent.parent
+    loops = [
+        str(path.relative_to(package))
+        for path in sorted(package.rglob("*.py"))
+        if "iter_modules(" in path.read_text()
+    ]
+    assert loops == ["_discover.py"]
+
+
 def test_checker_takes_only_data_from_the_namespaces():
     # the checker judges dlbridge's planner, so it may read the namespaces' data (UPPER_CASE
     # constants, and the name, module and pip spec an adapter's namespace= copies) but never ask

@@ -15,14 +15,13 @@ subprocess imports only the libraries of the pairs it runs.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .._discover import classes_in
 from . import adapters, external
 from . import refcapsule as rc
 from .adapters.base import (
@@ -41,20 +40,8 @@ from .adapters.base import (
 
 def _discover_adapters() -> list[type[Adapter]]:
     """The adapter classes of the modules of :mod:`dlbridge.check.adapters`, in the order of
-    their ``rank``, the built-in ones last (each module imports no library: cheap)."""
-    found: list[type[Adapter]] = []
-    for info in pkgutil.iter_modules(adapters.__path__):
-        if info.name == "base":
-            continue
-        module = importlib.import_module(f"{adapters.__name__}.{info.name}")
-        found += [
-            cls
-            for cls in vars(module).values()
-            if isinstance(cls, type)
-            and issubclass(cls, Adapter)
-            and cls.__module__ == module.__name__  # not one imported from another module
-            and cls.name
-        ]
+    their ``rank``, the built-in ones last."""
+    found = classes_in(adapters.__name__, adapters.__path__, Adapter, ["base"])
     return sorted(found, key=lambda cls: (cls.builtin, cls.rank, cls.name))
 
 

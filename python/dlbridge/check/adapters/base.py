@@ -269,9 +269,10 @@ class Adapter:
     slow_import: bool = False
     #: one line for the reports' list of libraries
     note: str = ""
-    #: the place in the checker's order (reports, ``--libraries`` runs): the adapters of the
-    #: first release hold 1 to 18; a new one keeps this default and comes after them, by name
-    #: (the built-in ones always last)
+    #: the place in the checker's order (reports, ``--libraries`` runs): the namespace's
+    #: ``rank`` for an adapter with one (one order for ``convert``'s list and the checker's);
+    #: the others set their own, and a new one keeps this default and comes after them, by
+    #: name (the built-in ones always last)
     rank: int = 100
     #: top-level modules of the types of the arrays that :meth:`read_result` reads (a consumer
     #: may return another library's array: results are read by their type, not by who made them)
@@ -281,6 +282,7 @@ class Adapter:
         super().__init_subclass__(**kw)
         if namespace is not None:  # strings only: the adapter keeps no way to ask the planner
             cls.name, cls.module, cls.pip = namespace.name, namespace.module, namespace.pip
+            cls.rank = namespace.rank
             cls.dist = namespace.pip.split()[0].split("[")[0]  # "jax[cpu]": the "jax" wheel
 
     def __init__(self) -> None:

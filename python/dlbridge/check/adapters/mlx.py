@@ -11,7 +11,6 @@ from .base import Adapter, Observed, Unsupported, det_values, observe_capsule_of
 
 
 class MlxLib(Adapter, namespace=Mlx):
-    rank = 13
     result_modules = ("mlx",)
     note = (
         "mlx.core.array on the CPU: exports legacy capsules only (writable memory, imported "

@@ -12,7 +12,6 @@ from .base import Adapter, Observed, Unsupported, from_capsule_info
 
 
 class TensorFlowLib(Adapter, namespace=TensorFlow):
-    rank = 8
     result_modules = ("tensorflow",)
     readonly_results = True
     takes_kwargs = False

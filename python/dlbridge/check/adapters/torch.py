@@ -20,7 +20,6 @@ def _torch_dtype(torch: Any, name: str) -> Any:
 
 
 class TorchLib(Adapter, namespace=Torch):
-    rank = 2
     result_modules = ("torch",)
 
     @staticmethod

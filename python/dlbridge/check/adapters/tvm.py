@@ -25,7 +25,6 @@ def _device_values(y: Any) -> np.ndarray | None:
 
 
 class TvmFfiLib(Adapter, namespace=TvmFfi):
-    rank = 7
     result_modules = ("tvm_ffi",)
     takes_kwargs = False
     devices = frozenset({1, 2, 3, 4, 7, 8, 10, 13, 14})

@@ -11,7 +11,6 @@ from .base import Adapter, Observed, Unsupported, observe_capsule_of
 
 
 class WarpLib(Adapter, namespace=Warp):
-    rank = 14
     result_modules = ("warp",)
     takes_kwargs = False
     note = ("warp.array on its CPU device: __dlpack__(stream=) only, legacy capsules of writable "
