@@ -491,3 +491,20 @@ def test_summary_exit_status():
     passing = [{**r, "status": "pass", "fault": None} for r in ok]
     s = report.summarize(passing, {}, 1.0, ["numpy"], ["numpy"], fail_on=["numpy"])
     assert s["exit_status"] == 0
+
+
+def test_legacy_capsule_clauses_come_from_the_published_table():
+    # the reports' notes say what dlbridge does with a producer's legacy capsules from the one
+    # table dlbridge publishes, never in words written by hand
+    import dlbridge._native as native
+
+    legacy = [cls for cls in libraries.ALL_LIBRARIES if cls.legacy_capsules]
+    assert {cls.name for cls in legacy} >= {"mlx", "warp"}
+    for cls in libraries.ALL_LIBRARIES:
+        assert "read-only by dlbridge" not in cls.note, cls.name
+        assert "capsules import" not in cls.note, cls.name
+    for cls in legacy:
+        writable = cls.module.split(".")[0] in native._LEGACY_CAPSULES_WRITABLE
+        clause = "import writable" if writable else "import read-only"
+        assert clause in cls().described(), cls.name
+    assert "import writable" in libraries.by_name()["mlx"].described()

@@ -227,7 +227,7 @@ def discover(selected: list[str] | None = None) -> list[Discovered]:
                 lib.producer,
                 lib.consumer,
                 lib.builtin,
-                lib.note,
+                lib.described(),
                 lib.slow_import,
                 reason,
             )

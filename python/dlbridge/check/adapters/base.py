@@ -267,8 +267,13 @@ class Adapter:
     takes_kwargs: bool = True
     #: importing the library takes seconds: the checker runs its consumer units in one worker
     slow_import: bool = False
-    #: one line for the reports' list of libraries
+    #: one line for the reports' list of libraries (:meth:`described` adds what dlbridge does
+    #: with the producer's legacy capsules)
     note: str = ""
+    #: the producer exports legacy (unversioned) DLPack capsules, which cannot carry the
+    #: read-only flag: dlbridge imports them writable only for the packages of its published
+    #: table (``dlbridge._native._LEGACY_CAPSULES_WRITABLE``)
+    legacy_capsules: bool = False
     #: the place in the checker's order (reports, ``--libraries`` runs): the namespace's
     #: ``rank`` for an adapter with one (one order for ``convert``'s list and the checker's);
     #: the others set their own, and a new one keeps this default and comes after them, by
@@ -287,6 +292,20 @@ class Adapter:
 
     def __init__(self) -> None:
         self._mod: Any = None
+
+    def described(self) -> str:
+        """The note, with the legacy-capsule clause generated from dlbridge's published table
+        (never written by hand, so it cannot go stale when the table changes)."""
+        if not self.legacy_capsules:
+            return self.note
+        from ..._native import _LEGACY_CAPSULES_WRITABLE
+
+        package = self.module.split(".")[0]
+        if package in _LEGACY_CAPSULES_WRITABLE:
+            clause = "its legacy capsules import writable (dlbridge knows its arrays' memory)"
+        else:
+            clause = "its legacy capsules import read-only (dlbridge's rule for unknown packages)"
+        return f"{self.note}; {clause}" if self.note else clause
 
     # discovery
     def installed(self) -> bool:
