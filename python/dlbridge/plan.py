@@ -38,8 +38,8 @@ from ._native import Device, NoProtocolError, Tensor, _copy_decision, from_dlpac
 from .describe import (
     Facts,
     facts_of_capsule,
+    facts_of_own,
     facts_of_tensor,
-    facts_of_torch,
     is_capsule,
     peek_capsule,
     protocols,
@@ -397,8 +397,9 @@ class _Planning:
         return self.target.name
 
     @property
-    def is_torch(self) -> bool:
-        return self.src_ns is not None and self.src_ns.name == "torch"
+    def own_facts(self) -> bool:
+        """The source's library has its arrays read from their own attributes (torch)."""
+        return self.src_ns is not None and self.src_ns.reads_own_facts
 
     @property
     def moving(self) -> bool:
@@ -447,9 +448,10 @@ def _resolve_state(p: _Planning) -> None:
     """2. Framework state DLPack cannot carry: resolved when opted in or harmless, else
     refused naming the fix."""
     src_ns, b = p.src_ns, p.b
-    if p.is_torch:
+    if p.own_facts:
+        assert src_ns is not None
         try:
-            b.summary = facts_of_torch(p.x).summary()
+            b.summary = facts_of_own(src_ns, p.x).summary()
         except RuntimeError:  # sparse tensors have no strides: refused just below
             pass
     states = src_ns.state(p.x) if src_ns is not None else []
@@ -486,8 +488,9 @@ def _inspect(p: _Planning) -> None:
     x, ctx = p.x, p.ctx
     source = p.src_ns.source(x) if p.src_ns is not None else x
     consumed = False
-    if p.is_torch:
-        facts = facts_of_torch(x)
+    if p.own_facts:
+        assert p.src_ns is not None
+        facts = facts_of_own(p.src_ns, x)
         if p.fresh:  # resolve_conj / resolve_neg made a dense, private copy
             facts.strides, facts.data_ptr = c_strides(facts.shape), 0
 
@@ -496,7 +499,8 @@ def _inspect(p: _Planning) -> None:
                 c.tensor = from_dlpack(c.obj)
 
         p.import_step = (
-            "import the torch tensor as a dlbridge.Tensor through DLPack (zero-copy)", imp, 0,
+            f"import the {p.src_ns.name} {p.src_ns.noun} as a dlbridge.Tensor through DLPack "
+            "(zero-copy)", imp, 0,
         )
     elif is_capsule(x) and not p.run:
         info = peek_capsule(x)
@@ -565,7 +569,7 @@ def _layout_and_flags(p: _Planning) -> None:
     p.ro_problem = target.readonly_why if ro and not target.alias_readonly else None
     step = p.import_step
     if step is not None and not (p.moving and p.dest.is_host_accessible and step[2] == 0
-                                 and p.is_torch):
+                                 and p.own_facts):
         text, fn, n = step
         if text:
             p.b.add(text, fn, n, why=facts.import_copy)
@@ -907,33 +911,21 @@ def _plan_from_host(
     _final(b, target, route, expect_alias=True, copy=None)
 
 
-_ROUTE_TEXT = {
-    "ml_dtypes": "an ml_dtypes view of the bytes (numpy.from_dlpack "
-                 "has no bfloat16 / float8; zero-copy)",
-    "capsule": "torch.from_dlpack of a DLPack 1.3 capsule (torch asks for 1.0, which has no "
-               "float8; zero-copy)",
-    "host_copy": "jax.numpy.array of an ml_dtypes view (a copy: JAX's legacy capsules cannot carry "
-                 "float8)",
-    # a target that always copies host data on import (MLX on the CPU)
-    "import_copy": "the library's import, which copies (it cannot alias memory it did not "
-                   "allocate)",
-}
-
-
 def _final(
     b: _Builder, target: nsmod.Namespace, route: str, *, expect_alias: bool, copy: bool | None
 ) -> None:
     name = target.name
+    imp = target.routes.get(route)
     if name == "dlbridge":
         text = "the dlbridge.Tensor is the result"
-    elif route in _ROUTE_TEXT:
-        text = f"{name}: " + _ROUTE_TEXT[route]
+    elif imp is not None:
+        text = f"{name}: {imp.text}"
     else:
         text = f"{name}: {target.importer or name + '.from_dlpack'} (zero-copy)"
-    copies = 1 if route in ("host_copy", "import_copy") else 0
-    if copies and _copy_forbidden(copy):
+    copies = 1 if imp is not None and imp.copies else 0
+    if imp is not None and copies and _copy_forbidden(copy):
         raise Impossible(
-            BufferError, f"{name}: {_ROUTE_TEXT[route]}, which copy=False forbids; pass copy=None"
+            BufferError, f"{name}: {imp.text}, which copy=False forbids; pass copy=None"
         )
 
     def final(c: Ctx) -> int | None:
@@ -953,8 +945,7 @@ def _final(
             )
         return 1
 
-    why = {"host_copy": "JAX's legacy capsules cannot carry float8: a copy",
-           "import_copy": f"{name} copies on import"}.get(route)
+    why = imp.why if imp is not None else None
     b.add(text, final, copies, why=why)
 
 

@@ -34,9 +34,9 @@ from .._layout import c_contiguous, f_contiguous
 from . import refcapsule as rc
 from .adapters.base import require_layout
 from .adapters.builtin import ref_consume
-from .adapters.tensorflow import TensorFlowLib
 from .cases import BY_ID, Case
 from .libraries import (
+    ALL_LIBRARIES,
     BUILTIN_NAMES,
     Adapter,
     Observed,
@@ -48,6 +48,9 @@ from .libraries import (
     reference,
     use_names,
 )
+
+#: the cases' modes a library's own state makes (its adapter builds them: ``Adapter.in_mode``)
+LIBRARY_MODES = frozenset(mode for cls in ALL_LIBRARIES for mode in cls.modes)
 
 PASS, FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED = (
     "pass",
@@ -123,14 +126,8 @@ def build_source(plib: Adapter, case: Case) -> Source:
         x = plib.make(recipe, ref)
         if plib.name not in BUILTIN_NAMES:
             _require_recipe(plib, x, ref, recipe)
-        if case.mode == "tf_gpu_scope":
-            assert isinstance(plib, TensorFlowLib)  # the case's only producer
-            x = plib.make_in_gpu_scope(ref)
-        elif case.mode == "torch_conj":
-            x = x.conj()
-            ref = np.conj(ref)
-        elif case.mode == "torch_grad":
-            x = x.clone().requires_grad_(True)
+        if case.mode in plib.modes:
+            x, ref = plib.in_mode(case.mode, x, ref)
     readonly = bool(plib.src_readonly(x))
     has_dlpack = hasattr(x, "__dlpack__")
     src = Source(
@@ -267,9 +264,7 @@ def hand_over(src: Source, case: Case) -> Any:
     if case.mode in (
         "array",
         "list",
-        "torch_conj",
-        "torch_grad",
-        "tf_gpu_scope",
+        *LIBRARY_MODES,
         "legacy_null_strides",
         "v12_null_strides",
         "major2",
@@ -656,7 +651,7 @@ class Ctx:
             "v12_null_strides",
             "major2",
             "null_data",
-            "torch_grad",
+            *self.libs[pname].fresh_modes,
         ):
             return build_source(self.libs[pname], case)  # fresh: counts deleters per unit
         if key not in self.sources:
@@ -715,9 +710,7 @@ def _exception_fault(e: BaseException, pname: str, cname: str, src: Source, case
         "array",
         "legacy",
         "versioned",
-        "torch_conj",
-        "torch_grad",
-        "tf_gpu_scope",
+        *LIBRARY_MODES,
     ):
         return "consumer"
     return "peers"

@@ -49,6 +49,17 @@ def has_ml_dtypes() -> bool:
 # ---------------------------------------------------------------------------------- state
 
 
+@dataclass(frozen=True)
+class ImportRoute:
+    """A way into a library other than its ``from_dlpack`` (see ``Namespace.routes``)."""
+
+    #: what the plan says the import does
+    text: str
+    #: the import copies (counted; refused under ``copy=False``), and why, for the plan
+    copies: bool = False
+    why: str | None = None
+
+
 @dataclass
 class State:
     """Framework state of a source array that DLPack cannot carry, and how to resolve it.
@@ -98,6 +109,12 @@ class Namespace:
     result = ""
     #: what the library calls its arrays, for messages
     noun = "array"
+    #: the routes besides ``"dlpack"`` that :meth:`dtype_route` may name, each with the plan's
+    #: wording of the import and whether it copies
+    routes: dict[str, ImportRoute] = {}
+    #: the planner reads this library's arrays from their own attributes (:meth:`facts`), not
+    #: through a zero-copy import: their DLPack export refuses state the planner resolves first
+    reads_own_facts = False
     #: the import a zero-copy plan names (empty: ``<name>.from_dlpack``)
     importer = ""
 
@@ -146,6 +163,12 @@ class Namespace:
     def source(self, x: Any) -> Any:
         """The object to hand to ``dlbridge.from_dlpack`` for ``x``."""
         return x
+
+    def facts(self, x: Any) -> dict[str, Any]:
+        """``x``'s facts read from the library's own attributes (when ``reads_own_facts``):
+        ``kind``, ``device``, ``dtype``, ``shape``, ``strides`` (in elements), ``itemsize``,
+        ``readonly`` and ``data_ptr``. RuntimeError for an array without strided memory."""
+        raise NotImplementedError
 
     def to_host(self, x: Any) -> Any:
         """An array of this library on the CPU with ``x``'s values (``x`` itself when it is
@@ -213,7 +236,7 @@ class LayoutView:
 
 __all__ = [
     "BASIC_DTYPES", "CPU", "CUDA", "CUDA_HOST", "CUDA_MANAGED", "EXT_DEV",
-    "FLOAT8", "LayoutView", "METAL", "Namespace", "ONEAPI", "OPENCL", "ROCM",
+    "FLOAT8", "ImportRoute", "LayoutView", "METAL", "Namespace", "ONEAPI", "OPENCL", "ROCM",
     "ROCM_HOST", "SIXTY_FOUR_BIT", "SUBBYTE", "State", "VPI", "VULKAN", "device_of",
     "has_ml_dtypes",
 ]

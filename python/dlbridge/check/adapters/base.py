@@ -333,6 +333,17 @@ class Adapter:
     def setup(self) -> None:
         """Called once after the first import."""
 
+    #: the cases' modes this library's own state makes (a torch tensor's conjugate bit...),
+    #: built by :meth:`in_mode`; the consumer receives the array as it is
+    modes: frozenset[str] = frozenset()
+    #: of :attr:`modes`, those whose array is made afresh for each unit (an exchange changes it)
+    fresh_modes: frozenset[str] = frozenset()
+
+    def in_mode(self, mode: str, x: Any, ref: np.ndarray) -> tuple[Any, np.ndarray]:
+        """The array ``x`` (made by :meth:`make` from ``ref``) in the state ``mode`` of
+        :attr:`modes` names, and the values a consumer must see."""
+        raise Unsupported(f"{self.name} has no mode {mode}")
+
     # producer side
     def make(self, recipe: Recipe, ref: np.ndarray) -> Any:
         """The library's array with the values, dtype and layout of ``ref`` (the
