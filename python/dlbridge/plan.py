@@ -323,32 +323,36 @@ class _Builder:
         )
 
 
-def _check_copy(copy: Any) -> bool | None:
-    if copy is None or isinstance(copy, bool):
-        return copy
-    raise ValueError(f"copy must be True, False or None, not {copy!r}")
+@dataclass(frozen=True)
+class Request:
+    """One call of :func:`dlbridge.convert` or :func:`dlbridge.explain`: its arguments, as the
+    caller passed them (their meaning is ``convert``'s docstring), and ``run``: the route will
+    be executed, so a raw capsule is consumed at once instead of only read. The planner's
+    steps read it; none changes it."""
+
+    x: Any
+    to: Any
+    device: Any = None
+    copy: bool | None = None
+    detach: bool = False
+    resolve: bool = False
+    run: bool = False
+
+    def __post_init__(self) -> None:
+        if not (self.copy is None or isinstance(self.copy, bool)):
+            raise ValueError(f"copy must be True, False or None, not {self.copy!r}")
 
 
-def build(
-    x: Any,
-    to: Any,
-    *,
-    device: Any = None,
-    copy: bool | None = None,
-    detach: bool = False,
-    resolve: bool = False,
-    run: bool = False,
-) -> Route:
-    """Plan the conversion of ``x`` to the library ``to``. ``run=True``: the route will be
-    executed (a raw capsule is consumed at once instead of only read)."""
-    copy = _check_copy(copy)
-    target = nsmod.get(to)
-    want = None if device is None else Device(device)
+def build(request: Request) -> Route:
+    """Plan the conversion ``request`` asks for."""
+    x = request.x
+    target = nsmod.get(request.to)
+    want = None if request.device is None else Device(request.device)
     src_ns = nsmod.owner(x)
     kind = "DLPack capsule" if is_capsule(x) else type_name(x)
     b = _Builder(kind, target)
     ctx = Ctx(obj=x)
-    p = _Planning(b, ctx, x, kind, src_ns, target, want, copy, detach, resolve, run)
+    p = _Planning(b, ctx, request, kind, src_ns, target, want)
     try:
         _plan(p)
     except Impossible as e:
@@ -363,20 +367,17 @@ _ImportStep = tuple[str, Callable[[Ctx], int | None], int]
 
 @dataclass
 class _Planning:
-    """What the planner's steps share: the arguments of :func:`build`, and what the earlier
-    steps found out (filled in as they go)."""
+    """What the planner's steps share: the :class:`Request`, what :func:`build` resolved from
+    it, and what the earlier steps found out (filled in as they go)."""
 
     b: _Builder
     ctx: Ctx
-    x: Any
+    request: Request
     kind: str
     src_ns: nsmod.Namespace | None
     target: nsmod.Namespace
+    #: the request's device, parsed
     want: Device | None
-    copy: bool | None
-    detach: bool
-    resolve: bool
-    run: bool
     #: the data is a private copy already
     fresh: bool = False
     #: the source, as inspected (set by _inspect)
@@ -395,6 +396,14 @@ class _Planning:
     @property
     def name(self) -> str:
         return self.target.name
+
+    @property
+    def x(self) -> Any:
+        return self.request.x
+
+    @property
+    def copy(self) -> bool | None:
+        return self.request.copy
 
     @property
     def own_facts(self) -> bool:
@@ -459,8 +468,8 @@ def _resolve_state(p: _Planning) -> None:
         owner = f"{src_ns.name} {src_ns.noun}" if src_ns is not None else "source"
         if st.refuse:
             raise Impossible(BufferError, f"the {owner} {st.what}; call {st.fix} first")
-        enabled = (st.option is None or (st.option == "detach" and p.detach)
-                   or (st.option == "resolve" and p.resolve))
+        enabled = (st.option is None or (st.option == "detach" and p.request.detach)
+                   or (st.option == "resolve" and p.request.resolve))
         if not enabled:
             raise Impossible(
                 BufferError,
@@ -502,7 +511,7 @@ def _inspect(p: _Planning) -> None:
             f"import the {p.src_ns.name} {p.src_ns.noun} as a dlbridge.Tensor through DLPack "
             "(zero-copy)", imp, 0,
         )
-    elif is_capsule(x) and not p.run:
+    elif is_capsule(x) and not p.request.run:
         info = peek_capsule(x)
         try:
             facts = facts_of_capsule(info, "DLPack capsule")
@@ -949,4 +958,4 @@ def _final(
     b.add(text, final, copies, why=why)
 
 
-__all__ = ["Plan", "Route", "build", "result_ptr"]
+__all__ = ["Plan", "Request", "Route", "build", "result_ptr"]
