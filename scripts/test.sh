@@ -98,7 +98,7 @@ export PYO3_ENVIRONMENT_SIGNATURE
 step "$PY" -m ruff check python tests benches scripts
 step "$PY" -m mypy -p dlbridge -p _dlbridge_pytest
 step "$PY" -m mypy --no-site-packages --cache-dir .mypy_cache/no-site-packages -p dlbridge -p _dlbridge_pytest
-# The type stubs (_native.pyi, __init__.pyi) against the built module, and every other module
+# The extension's type stub (_native.pyi) against the built module, and every other module
 # against itself at run time: names, signatures, positional-only arguments, @final classes.
 # The allowlist holds only what stubtest cannot express (each entry says why). About a minute
 # of CPU: stubtest type-checks the standard library's stubs afresh on every run.
