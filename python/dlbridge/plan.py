@@ -384,14 +384,6 @@ class _Planning:
     facts: Facts = field(init=False)
     #: the step that imports the source as a Tensor, if one is needed
     import_step: _ImportStep | None = None
-    #: how the target imports the dtype (set by _check_dtype)
-    route: str = "dlpack"
-    #: where the data is and where it goes (set by _choose_device)
-    src_dev: Device = field(init=False)
-    dest: Device = field(init=False)
-    #: why the target cannot alias the layout / the read-only data (set by _layout_and_flags)
-    problem: str | None = None
-    ro_problem: str | None = None
 
     @property
     def name(self) -> str:
@@ -410,10 +402,6 @@ class _Planning:
         """The source's library has its arrays read from their own attributes (torch)."""
         return self.src_ns is not None and self.src_ns.reads_own_facts
 
-    @property
-    def moving(self) -> bool:
-        return self.dest != self.src_dev
-
 
 def _plan(p: _Planning) -> None:
     """The numbered decisions of the module docstring, one function each, in order."""
@@ -425,13 +413,32 @@ def _plan(p: _Planning) -> None:
         return
     _resolve_state(p)  # 2
     _inspect(p)
-    _check_dtype(p)  # 3
-    _choose_device(p)  # 4
-    _layout_and_flags(p)  # 5, 6: what the target cannot take as it is
-    if p.moving:
-        _move(p)  # 4: the transfer, with the layout fix around it; 8
+    route = _check_dtype(p)  # 3
+    src, dest = _choose_device(p)  # 4
+    problem, ro_problem = _layout_and_flags(p, route, src, dest)  # 5, 6
+    path = _Path(route, src, dest, problem, ro_problem)
+    if path.moving:
+        _move(p, path)  # 4: the transfer, with the layout fix around it; 8
     else:
-        _copy_in_place(p)  # 5, 6, 7 on the data's own device; 8
+        _copy_in_place(p, path)  # 5, 6, 7 on the data's own device; 8
+
+
+@dataclass(frozen=True)
+class _Path:
+    """What decisions 3 to 6 found: the values the copy steps take."""
+
+    #: how the target imports the dtype
+    route: str
+    #: where the data is, and where the result lives
+    src: Device
+    dest: Device
+    #: why the target cannot alias the layout / the read-only data as they are
+    problem: str | None
+    ro_problem: str | None
+
+    @property
+    def moving(self) -> bool:
+        return self.dest != self.src
 
 
 def _already_there(p: _Planning) -> bool:
@@ -529,20 +536,20 @@ def _inspect(p: _Planning) -> None:
         ctx.obj = None
 
 
-def _check_dtype(p: _Planning) -> None:
-    """3. The target must have the dtype (and arrays of the shape)."""
+def _check_dtype(p: _Planning) -> str:
+    """3. The target must have the dtype (and arrays of the shape): how it imports it."""
     route = p.target.dtype_route(p.facts.dtype)
     if route.startswith("refuse:"):
         raise Impossible(BufferError, route.removeprefix("refuse:").strip())
     refusal = p.target.shape_refusal(p.facts.shape)
     if refusal:
         raise Impossible(BufferError, refusal)
-    p.route = route
+    return route
 
 
-def _choose_device(p: _Planning) -> None:
-    """4. Where the result lives: where the data is (which the target must be able to hold),
-    or ``device=``."""
+def _choose_device(p: _Planning) -> tuple[Device, Device]:
+    """4. Where the data is, and where the result lives: where the data is (which the target
+    must be able to hold), or ``device=``."""
     target, want = p.target, p.want
     src_dev = p.facts.device
     dest = src_dev if want is None else want
@@ -560,28 +567,31 @@ def _choose_device(p: _Planning) -> None:
         devs = ", ".join(str(d) for d in target.devices()) or "none found"
         raise Impossible(BufferError, f"{p.name} has no arrays on {want} (its devices: {devs})")
     p.b.device = dest
-    p.src_dev, p.dest = src_dev, dest
     if _copy_decision(src_dev, dest, p.copy, False, False) == "refuse transfer":
         raise Impossible(
             BufferError,
             f"the data is on {src_dev} and device={dest} needs a copy, which copy=False "
             "forbids; pass copy=None to allow it",
         )
+    return src_dev, dest
 
 
-def _layout_and_flags(p: _Planning) -> None:
-    """5, 6. Why the target cannot alias the layout or the read-only data as it is; then the
-    import step (left out when a torch tensor goes straight to the host)."""
+def _layout_and_flags(
+    p: _Planning, route: str, src: Device, dest: Device
+) -> tuple[str | None, str | None]:
+    """5, 6. Why the target cannot alias the layout, and the read-only data, as they are;
+    then the import step (left out when a torch tensor goes straight to the host)."""
     target, facts = p.target, p.facts
-    p.problem = target.layout_problem(facts.layout()) if p.route != "host_copy" else None
+    problem = target.layout_problem(facts.layout()) if route != "host_copy" else None
     ro = facts.readonly and not p.fresh
-    p.ro_problem = target.readonly_why if ro and not target.alias_readonly else None
+    ro_problem = target.readonly_why if ro and not target.alias_readonly else None
     step = p.import_step
-    if step is not None and not (p.moving and p.dest.is_host_accessible and step[2] == 0
+    if step is not None and not (dest != src and dest.is_host_accessible and step[2] == 0
                                  and p.own_facts):
         text, fn, n = step
         if text:
             p.b.add(text, fn, n, why=facts.import_copy)
+    return problem, ro_problem
 
 
 def _copy_reasons(layout_problem: str | None, readonly_problem: str | None) -> list[str]:
@@ -597,12 +607,12 @@ def _copy_reasons(layout_problem: str | None, readonly_problem: str | None) -> l
     return out
 
 
-def _move(p: _Planning) -> None:
+def _move(p: _Planning, path: _Path) -> None:
     """4. Another device: device to host, host to device, or device to device (staged through
     the host when no library copies directly), with a C-order copy on the host for a layout
     the target cannot take."""
-    b, ctx, x, target, route = p.b, p.ctx, p.x, p.target, p.route
-    src_dev, dest, problem = p.src_dev, p.dest, p.problem
+    b, ctx, x, target, route = p.b, p.ctx, p.x, p.target, path.route
+    src_dev, dest, problem = path.src, path.dest, path.problem
     lay = p.facts.layout()
     if dest.is_host_accessible:
         _plan_to_host(b, ctx, x, src_dev, dest, p.src_ns, p.kind, readonly=p.facts.readonly)
@@ -638,12 +648,12 @@ def _move(p: _Planning) -> None:
     _plan_from_host(b, target, route, Device("cpu"), dest)
 
 
-def _copy_in_place(p: _Planning) -> None:
+def _copy_in_place(p: _Planning, path: _Path) -> None:
     """5, 6, 7 on the data's own device: the copy the layout, the read-only flag or
     ``copy=True`` needs (a BufferError under ``copy=False``); then 8, the target's import."""
-    b, target, route, name = p.b, p.target, p.route, p.name
-    src_dev, facts, copy = p.src_dev, p.facts, p.copy
-    reasons = _copy_reasons(p.problem, p.ro_problem)
+    b, target, route, name = p.b, p.target, path.route, p.name
+    src_dev, facts, copy = path.src, p.facts, p.copy
+    reasons = _copy_reasons(path.problem, path.ro_problem)
     decision = _copy_decision(src_dev, None, copy, bool(reasons), p.fresh)
     if decision == "copy" and not reasons:
         reasons = ["copy=True asks for a copy"]
@@ -668,7 +678,7 @@ def _copy_in_place(p: _Planning) -> None:
             b.add(f"C-order copy on the host: {'; '.join(reasons)}", _copy_host, 1,
                   why=reasons[0])
         else:
-            _copy_on_its_device(p, reasons)
+            _copy_on_its_device(p, src_dev, reasons)
     if not reasons and not facts.readonly and target.immutable and not p.fresh:
         b.notes.append(
             f"the {name} result shares memory with the writable source: {name} treats it as "
@@ -678,10 +688,10 @@ def _copy_in_place(p: _Planning) -> None:
     _final(b, target, route, expect_alias=not reasons and not p.fresh, copy=copy)
 
 
-def _copy_on_its_device(p: _Planning, reasons: list[str]) -> None:
-    """The copy on a non-host device: by dlbridge (CUDA), the producer, or a library that can
-    copy there."""
-    ctx, src_dev = p.ctx, p.src_dev
+def _copy_on_its_device(p: _Planning, src_dev: Device, reasons: list[str]) -> None:
+    """The copy on ``src_dev``, where the data is, not the host: by dlbridge (CUDA), the
+    producer, or a library that can copy there."""
+    ctx = p.ctx
     bare = ctx.obj is None or isinstance(ctx.obj, Tensor)
     helper = nsmod.device_helper(src_dev)
     if src_dev.dlbridge_copies_from:
