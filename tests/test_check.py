@@ -4,6 +4,7 @@ installed) with a few cases; the runs that can take minutes are marked ``slow``.
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import json
 import re
@@ -96,6 +97,10 @@ def test_numpy_only(tmp_path):
     ]
     assert proc.returncode == (1 if dlb_fail else 0) == doc["summary"]["exit_status"], dlb_fail
     assert doc["summary"]["exit_status"] == 0, dlb_fail  # these cases must pass through dlbridge
+    # the findings (NumPy's consumed capsule, C18, is one of NumPy 2.5) name the doctor, which
+    # knows the releases behind known problems
+    if doc["summary"]["findings"]:
+        assert report.DOCTOR_HINT in proc.stdout and html.escape(report.DOCTOR_HINT) in page
     # numpy, the reference producer/consumer and Python's memoryview take part
     producers = {r["producer"] for r in doc["results"]}
     assert {"numpy", "dlpack-ref", "python"} <= producers

@@ -21,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import zipfile
 from importlib import metadata
 from pathlib import Path
@@ -97,7 +98,8 @@ def test_wheel_is_one_abi3_manylinux2014_wheel(dist):
     assert "dlbridge/py.typed" in names and "dlbridge/_native.pyi" in names
     # the pure-Python modules and subpackages (python-source = "python" takes the whole tree)
     for module in ("_layout.py", "plan.py", "namespaces/__init__.py", "namespaces/torch.py",
-                   "check/worker.py", "check/report.schema.json"):
+                   "check/worker.py", "check/report.schema.json", "doctor/__init__.py",
+                   "doctor/known_problems.json", "doctor/report.schema.json"):
         assert f"dlbridge/{module}" in names, module
     assert any(n.endswith("licenses/LICENSE-MIT") for n in names)
     assert any(n.endswith("licenses/LICENSE-APACHE") for n in names)
@@ -213,3 +215,27 @@ def test_checker_with_numpy_alone(fresh_venv, tmp_path):
     assert peers == {"numpy"}, doc["libraries"]
     statuses = {r["status"] for r in doc["results"]}
     assert "pass" in statuses and not statuses & {"crash", "timeout"}
+
+
+def test_doctor_with_numpy_alone(fresh_venv):
+    """The plain run in a fresh venv with dlbridge and NumPy: the interpreter, the GIL and NumPy,
+    in under two seconds (the whole command, interpreter start included)."""
+    numpy_version = metadata.version("numpy")
+    added = run(
+        fresh_venv, "-m", "pip", "install", "--disable-pip-version-check", f"numpy=={numpy_version}"
+    )
+    assert added.returncode == 0, added.stdout + added.stderr
+    run(fresh_venv, "-m", "dlbridge", "doctor", cwd=fresh_venv.parent)  # warm the .pyc files
+    started = time.monotonic()
+    doctor = run(fresh_venv, "-m", "dlbridge", "doctor", "--json", "-", cwd=fresh_venv.parent)
+    seconds = time.monotonic() - started
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr
+    doc = json.loads(doctor.stdout)
+    print(f"doctor in a fresh venv with NumPy alone: {seconds:.2f} s")
+    assert seconds < 2.0
+    assert doc["interpreter"]["version"] == run(fresh_venv, "-c", "import platform; "
+                                                "print(platform.python_version())").stdout.strip()
+    assert isinstance(doc["interpreter"]["gil_enabled"], bool)
+    libraries = {d["name"]: d["version"] for d in doc["libraries"] if d["version"]}
+    assert libraries == {"numpy": numpy_version}, libraries
+    assert doc["wheel"]["tags"] and doc["wheel"]["problem"] is None

@@ -262,6 +262,57 @@ def test_tpu_device_types():
     assert dlbridge.to_numpy(copied).tolist() == a.tolist()
 
 
+def test_ascend_device_type():
+    # kDLAscend = 21, added to the header after DLPack 1.3 without a version bump: named, parsed
+    # and round-tripped like the TPU codes; its memory is device memory.
+    from dlbridge.check.refcapsule import RefArray
+
+    assert dlbridge.Device("ascend:1").__dlpack_device__() == (21, 1)
+    assert dlbridge.Device((21, 0)).name == "ascend" and str(dlbridge.Device((21, 2))) == "ascend:2"
+    a = np.arange(6.0).reshape(2, 3)
+    t = dlbridge.from_dlpack(RefArray(a, mode="ascend"))
+    assert t.device == "ascend:0" and t.__dlpack_device__() == (21, 0)
+    assert t.data_ptr == a.ctypes.data  # passed through zero-copy, device kept
+    with pytest.raises(BufferError, match="ascend:0"):
+        memoryview(t)
+    with pytest.raises(BufferError, match='device="cpu"'):
+        t.tolist()
+    # the way out the refusal names: the producer copies it to the host
+    copied = dlbridge.from_dlpack(RefArray(a, mode="ascend"), device="cpu")
+    assert copied.device == "cpu" and copied.data_ptr != a.ctypes.data
+    assert copied.tolist() == a.tolist()
+    # and out again with its device: a consumer sees kDLAscend
+    from dlpack_ctypes import inspect_capsule
+
+    assert inspect_capsule(t.__dlpack__(max_version=(1, 3)))["device"] == (21, 0)
+
+
+@pytest.mark.parametrize("readonly", [False, True])
+def test_unknown_flag_bits_are_ignored_on_import_and_shown_by_describe(readonly, collect):
+    # Flag bits a later header may define (alignment bits are proposed) must not change how
+    # the data imports: only READ_ONLY and IS_COPIED mean something to a consumer today.
+    from dlpack_ctypes import FLAG_READ_ONLY, FakeManagedTensor, FakeProducer
+
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    extra = 1 << 5 | 1 << 63
+    flags = extra | (FLAG_READ_ONLY if readonly else 0)
+
+    def factory(**_kwargs):
+        return FakeManagedTensor(data=a, shape=(2, 3), strides=(3, 1), dtype="float32",
+                                 flags=flags)
+
+    producer = FakeProducer(factory)
+    described = dlbridge.describe(producer)
+    assert described["capsule"]["flags"] == ["READ_ONLY"] * readonly + ["bit 5", "bit 63"]
+    assert described["readonly"] is readonly
+    t = dlbridge.from_dlpack(producer)
+    assert t.readonly is readonly and not t.is_copied
+    assert t.data_ptr == a.ctypes.data and t.tolist() == a.tolist()
+    del t
+    collect()
+    assert producer.finalize() == len(producer.made)  # one deleter call per capsule
+
+
 @pytest.mark.parametrize(
     "value",
     [[1, 0], (1,), (1, 0, 0), ("cpu", 0), (1.0, 0), (0, 0), (-2, 0), (2, -1), (1 << 40, 0), None],

@@ -796,6 +796,8 @@ def test_unreachable_device_is_valid_tensor(device, name, collect):
         with pytest.raises(BufferError) as ei:
             access()
         assert 'device="cpu"' in str(ei.value) or "device='cpu'" in str(ei.value)
+        # the refusal names the device, an unknown code included ("device99:3")
+        assert str(dlbridge.Device(device)) in str(ei.value)
     # passes through zero-copy with its device kept
     from dlpack_ctypes import inspect_capsule
 

@@ -87,6 +87,25 @@ def consumed_capsule() -> WayOut:
                   lambda: dlbridge.from_dlpack(a.__dlpack__()), [0.0, 1.0, 2.0])
 
 
+class OneCapsule:
+    """A producer that hands out one capsule for every export, as some releases of tvm-ffi do
+    with nested outputs: only its first consumer can import it."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.capsule = array.__dlpack__()
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self.capsule
+
+
+def producer_reused_capsule() -> WayOut:
+    x = OneCapsule(np.arange(3.0))
+    first = dlbridge.from_dlpack(x)
+    return WayOut(lambda: dlbridge.from_dlpack(x), BufferError,
+                  "import it once and hand the result to the other consumers",
+                  lambda: np.from_dlpack(first), [0.0, 1.0, 2.0])
+
+
 def newer_max_version() -> WayOut:
     pytest.importorskip("ml_dtypes")  # to read the values back
     fake = FakeManagedTensor(dtype="float8_e4m3fn", shape=(2,), strides=(1,),
@@ -333,7 +352,8 @@ def device_pickle_from_dlpack() -> WayOut:
 FAMILIES: dict[str, Callable[[], WayOut]] = {
     f.__name__: f
     for f in (
-        no_protocol, every_protocol_refused, consumed_capsule, newer_max_version, arrow_nulls,
+        no_protocol, every_protocol_refused, consumed_capsule, producer_reused_capsule,
+        newer_max_version, arrow_nulls,
         arrow_nulls_with_validity, arrow_nulls_to_numpy, byte_order, readonly_legacy_max_version,
         readonly_legacy_copy, readonly_destination, copy_required, convert_copy_required,
         stream_of_the_wrong_type, stream_not_valid_for_the_device, torch_requires_grad,

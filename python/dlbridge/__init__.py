@@ -20,21 +20,27 @@ The public API:
   memory that ``multiprocessing`` sends to other processes as a handle.
 """
 
+try:
+    from ._native import (
+        DLPACK_VERSION,
+        Device,
+        DType,
+        NoProtocolError,
+        Tensor,
+        __version__,
+        copyto,
+        from_arrow,
+        from_dlpack,
+        to_shared,
+    )
+except ImportError as _error:  # the wheel does not fit this interpreter: say which one does
+    from .doctor.environment import extension_problem
+
+    raise ImportError(f"dlbridge's compiled extension does not load ({_error}): "
+                      f"{extension_problem()}") from _error
 from . import (
     _native,
     _processes,  # noqa: F401 - registers the multiprocessing reduction
-)
-from ._native import (
-    DLPACK_VERSION,
-    Device,
-    DType,
-    NoProtocolError,
-    Tensor,
-    __version__,
-    copyto,
-    from_arrow,
-    from_dlpack,
-    to_shared,
 )
 from .convert import _copied_by_library, convert, explain
 from .describe import describe

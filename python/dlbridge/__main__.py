@@ -1,4 +1,5 @@
-"""``python -m dlbridge <command>``; the one command is ``check`` (the conformance checker)."""
+"""``python -m dlbridge <command>``: ``check`` (the conformance checker) and ``doctor`` (what is
+wrong with this environment)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ def main(argv: list[str] | None = None) -> int:
         "usage: python -m dlbridge check [--libraries numpy,torch] [--cases dtype,layout/*,C18] "
         "[--json FILE] [--html FILE] [--fail-on LIB]\n"
         "  check   exchange arrays between every pair of installed libraries, directly and through "
-        "dlbridge, and report what works (python -m dlbridge check --help)"
+        "dlbridge, and report what works (python -m dlbridge check --help)\n"
+        "usage: python -m dlbridge doctor [--json PATH|-] [--strict] [--probe]\n"
+        "  doctor  report this environment and the known problems that apply to it, with their "
+        "fixes (python -m dlbridge doctor --help)"
     )
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage)
@@ -28,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
         from .check import main as check_main
 
         return check_main(argv[1:])
+    if argv[0] == "doctor":
+        from .doctor import main as doctor_main
+
+        return doctor_main(argv[1:])
     print(f"unknown command {argv[0]!r}\n{usage}", file=sys.stderr)
     return 2
 

@@ -113,7 +113,7 @@ class Device:
     @property
     def name(self) -> str:
         """The device kind name (``"cpu"``, ``"cuda"``, ``"cuda_host"``, ``"oneapi"``,
-        ``"tpu_host"``...)."""
+        ``"tpu_host"``, ``"ascend"``...)."""
     @property
     def is_host_accessible(self) -> bool:
         """True when the host CPU reads and writes this device's memory directly: plain host

@@ -117,6 +117,14 @@ class CapsuleInfo:
         return self.version is None or "READ_ONLY" in self.flags
 
 
+def _flag_names(bits: int) -> list[str]:
+    """The names of the flags set in ``bits``; a bit that DLPack 1.3 does not define (producers
+    may set bits a later header adds, and dlbridge ignores them on import) as ``"bit N"``."""
+    names = [name for bit, name in _FLAGS.items() if bits & bit]
+    unknown = bits & ~sum(_FLAGS)
+    return names + [f"bit {n}" for n in range(64) if unknown >> n & 1]
+
+
 def peek_capsule(capsule: Any) -> CapsuleInfo:
     """Read a DLPack capsule without consuming it."""
     raw = _CapsuleGetName(capsule)
@@ -131,7 +139,7 @@ def peek_capsule(capsule: Any) -> CapsuleInfo:
             return CapsuleInfo(
                 name, version, note=f"unknown major version {version[0]}: fields not read"
             )
-        flags = [n for bit, n in _FLAGS.items() if managed.flags & bit]
+        flags = _flag_names(int(managed.flags))
         dl = managed.dl_tensor
     else:
         version, flags = None, []
@@ -320,7 +328,8 @@ def describe(x: Any) -> dict[str, Any]:
     exchange protocols ``x`` offers: ``__dlpack__``, ``__arrow_c_array__``, ``buffer``,
     ``__array_interface__``, ``capsule``...); ``capsule`` (the DLPack capsule ``x`` returns when
     asked for DLPack ``DLPACK_VERSION``, read without consuming it: ``name``, ``version`` as
-    ``[major, minor]`` or None for a legacy capsule, ``flags``); ``capsule_version`` (the
+    ``[major, minor]`` or None for a legacy capsule, ``flags``: the names of the flags set, a
+    bit DLPack 1.3 does not define as ``"bit N"``); ``capsule_version`` (the
     version the producer speaks: ``"1.3"``, ``"legacy"`` or None); ``device`` (``"cpu"``,
     ``"oneapi:0"``...), ``device_type``/``device_id`` (DLPack numbers); ``dtype``; ``shape``;
     ``strides`` (in elements); ``readonly``; ``c_contiguous``/``f_contiguous``; ``aligned`` (to

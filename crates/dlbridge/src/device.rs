@@ -46,8 +46,10 @@ impl DeviceType {
     pub const TPU: Self = Self(19);
     /// `kDLTPUHost`: pinned host memory of a TPU runtime (added after DLPack 1.3)
     pub const TPU_HOST: Self = Self(20);
+    /// `kDLAscend`: memory of a Huawei Ascend NPU (added after DLPack 1.3)
+    pub const ASCEND: Self = Self(21);
 
-    pub(crate) const NAMES: [(Self, &'static str); 18] = [
+    pub(crate) const NAMES: [(Self, &'static str); 19] = [
         (Self::CPU, "cpu"),
         (Self::CUDA, "cuda"),
         (Self::CUDA_HOST, "cuda_host"),
@@ -66,6 +68,7 @@ impl DeviceType {
         (Self::TRN, "trn"),
         (Self::TPU, "tpu"),
         (Self::TPU_HOST, "tpu_host"),
+        (Self::ASCEND, "ascend"),
     ];
 
     /// The name (`"cpu"`, `"cuda"`, ...), or `None` for a type this version does not know.
@@ -81,7 +84,7 @@ impl DeviceType {
     /// `kDLTPUHost` is host memory: upstream added it as the TPU mirror of `kDLCUDAHost`
     /// (pinned host RAM that a TPU runtime transfers to and from faster; JAX exports arrays of
     /// its `pinned_host` memory kind with it), while unpinned host memory stays `kDLCPU`.
-    /// `kDLTPU` is device memory, like `kDLCUDA`.
+    /// `kDLTPU` and `kDLAscend` are device memory, like `kDLCUDA`.
     pub fn is_host_accessible(self) -> bool {
         matches!(
             self,
@@ -157,6 +160,7 @@ mod tests {
             "cuda_host:0",
             "tpu:1",
             "tpu_host:0",
+            "ascend:2",
             "device42:3",
         ] {
             assert_eq!(text.parse::<Device>().unwrap().to_string(), text);
@@ -183,6 +187,8 @@ mod tests {
         assert!(DeviceType::TPU_HOST.is_host_accessible());
         assert_eq!(DeviceType(19).name(), Some("tpu"));
         assert_eq!(DeviceType(20).name(), Some("tpu_host"));
-        assert_eq!(DeviceType(21).name(), None);
+        assert!(!DeviceType::ASCEND.is_host_accessible());
+        assert_eq!(DeviceType(21).name(), Some("ascend"));
+        assert_eq!(DeviceType(22).name(), None);
     }
 }

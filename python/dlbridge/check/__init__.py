@@ -9,7 +9,7 @@ a terminal summary, ``--json`` and ``--html``. The exit status is 1 when dlbridg
 case, 3 when it fails none but a library named by ``--fail-on`` has findings against it, 2 for a
 usage error, 0 otherwise (whatever the other peer libraries do).
 
-Cases name the entries of dlbridge's catalog of real-world cases (C1 to C59,
+Cases name the entries of dlbridge's catalog of real-world cases (C1 to C65,
 :mod:`dlbridge.check.catalog`, printed by ``--catalog``) that they exercise; the reports link to
 them.
 """
@@ -132,6 +132,8 @@ def run_check(
                 continue
             for case in chosen:
                 if case.producers is not None and p not in case.producers:
+                    continue
+                if case.consumers is not None and c not in case.consumers:
                     continue
                 for route in ("direct", "dlbridge"):
                     units.append((p, c, case.id, route))

@@ -1,6 +1,6 @@
 """The checker's cases: what it exchanges, between which libraries, expecting what.
 
-Every case names the entries of dlbridge's catalog of real-world cases (C1 to C59,
+Every case names the entries of dlbridge's catalog of real-world cases (C1 to C65,
 :mod:`dlbridge.check.catalog`) it exercises in ``refs``. Features group cases for the
 report's colour matrices. A case says how the source is built (a :class:`Recipe`: dtype, shape,
 order, view operations, read-only), what is passed to ``from_dlpack`` (``copy=``, ``device=``),
@@ -30,6 +30,7 @@ class Case:
     device: str | None = None  # None | "cpu" | "native" (the consumer's own default device)
     mode: str = "array"
     producers: tuple[str, ...] | None = None  # None: every producer
+    consumers: tuple[str, ...] | None = None  # None: every consumer
     refuse: str | None = None  # the reason a BufferError is the only right answer
     expect_type_error: bool = False
     reduce: bool = False
@@ -48,6 +49,7 @@ FEATURES = {
     "input": "inputs without __dlpack__",
     "hostile": "broken capsules (reference producer)",
     "torch": "torch-only flags",
+    "producer": "what __dlpack__ hands out (read by the reference consumer)",
 }
 
 DTYPES = [
@@ -186,6 +188,14 @@ ROWS: list[Case] = [
           refuse="an unknown major version must be refused, only the deleter called (C17)"),
     _case("hostile/null_data", "zero-size (0, 3) with data == NULL", ("C9",), Recipe(F64, (0, 3)),
           mode="null_data", producers=REF),
+    _case("hostile/unknown_dtype", "a dtype code DLPack does not define (99)", ("C63",),
+          mode="unknown_dtype", producers=REF,
+          refuse="an unknown dtype code must be refused with BufferError, the deleter run once "
+          "(C63)"),
+    _case("hostile/unknown_flags", "DLPack 1.3 capsule with flag bits 1.3 does not define (a "
+          "later header's)", ("C64",), mode="unknown_flags", producers=REF),
+    _case("hostile/byte_offset", "x[3:] exported as its base's data pointer with byte_offset 24",
+          ("C65",), _ix(F64, (10,), S(3, None)), mode="byte_offset", producers=REF),
     _case("torch/conj", "complex tensor with the conjugate bit set", ("C28",),
           Recipe("complex64", (4,)), mode="torch_conj", producers=("torch",),
           refuse="DLPack cannot carry torch's lazy conjugate bit; BufferError naming resolve_conj "
@@ -200,6 +210,9 @@ ROWS: list[Case] = [
           "consumer may read it)", ("C33",), mode="tpu_host", producers=REF),
     _case("device/tpu", "memory on a TPU (kDLTPU), no device= (a CPU consumer must refuse with a "
           "hint)", ("C36",), mode="tpu", producers=REF),
+    _case("device/ascend", "memory on an Ascend NPU (kDLAscend = 21, added after DLPack 1.3 "
+          "without a version bump), no device= (a CPU consumer must refuse with a hint)",
+          ("C36",), mode="ascend", producers=REF),
     _case("capsule/legacy_readonly_1d", "read-only 1-D array asked for a legacy capsule (an "
           "immutable pyarrow.Array)", ("C13",), Recipe(F64, (12,), readonly=True), mode="legacy",
           refuse=LEGACY_READ_ONLY),
@@ -209,6 +222,21 @@ ROWS: list[Case] = [
           peers_can="NumPy >= 2.5 imports and exports any dtype registered with "
           "numpy.dtypes.register_dlpack_dtype, and ml_dtypes, which defines bfloat16 for NumPy, "
           "registers none"),
+]
+
+#: The producer audit (:mod:`dlbridge.check.audit`): (kind, title, refs). Each asks every
+#: producer's plain array for capsules and reads them with the reference consumer, so the
+#: findings are the producer's alone.
+AUDITS: list[tuple[str, str, tuple[str, ...]]] = [
+    ("two_capsules", "two __dlpack__ calls give two distinct capsules, each consumable",
+     ("C60",)),
+    ("legacy_request", "a request without max_version (or with major 0) gets a legacy capsule "
+     "or BufferError, never a versioned one", ("C61",)),
+    ("copy_true", "copy=True never aliases, and the copy is flagged IS_COPIED", ("C62",)),
+    ("copy_false", "copy=False aliases the producer's memory or refuses with BufferError",
+     ("C62",)),
+    ("dl_device", "dl_device of its own device or the CPU: honoured or BufferError, never "
+     "another exception", ("C39", "C61")),
 ]
 
 
@@ -221,7 +249,9 @@ def _build_cases() -> list[Case]:
               strict_strides=name == "zero_size_wide")
         for name, title, refs, recipe in LAYOUTS
     ]
-    return dtypes + layouts + ROWS
+    audits = [_case(f"producer/{kind}", title, refs, mode=f"audit:{kind}",
+                    consumers=("dlpack-ref",)) for kind, title, refs in AUDITS]
+    return dtypes + layouts + ROWS + audits
 
 
 CASES: list[Case] = _build_cases()

@@ -1,6 +1,6 @@
 """dlbridge's catalog of real-world exchange cases, and the page that documents it.
 
-Each :class:`Entry` is one case that broke in a real library (ids ``C1`` to ``C59``): the input,
+Each :class:`Entry` is one case that broke in a real library (ids ``C1`` to ``C65``): the input,
 what went wrong and where, the public reports it comes from, what dlbridge does about it, the
 tests that cover it and, when a CPU-only machine cannot exercise it, why. The checker's own
 cases (:mod:`dlbridge.check.cases`) name the entries they exercise in their ``refs``.
@@ -850,6 +850,91 @@ ENTRIES: tuple[Entry, ...] = (
         "F-contiguous (the stride of a size-1 dimension never moves an address).",
         ("tests/test_export.py::test_size1_dims_keep_their_strides_on_export",),
     ),
+    Entry(
+        "C60",
+        "`x.__dlpack__()` called twice, for two consumers",
+        "tvm-ffi before 0.1.11 exposed nested outputs as one cached capsule: the second consumer "
+        "got a capsule the first had already consumed and failed with \"consumed only once\" "
+        "(FlashInfer).",
+        (_i("flashinfer-ai/flashinfer", 4361),),
+        "dlbridge's Tensor makes a new capsule on every call. The checker's producer audit "
+        "(`producer/two_capsules`) asks every producer twice and reads both capsules.",
+        (
+            "tests/test_check_audit.py::test_two_capsules_finds_a_cached_capsule",
+            "tests/test_check_audit.py::test_audits_pass_for_correct_producers",
+        ),
+    ),
+    Entry(
+        "C61",
+        "`x.__dlpack__()` without `max_version`, or with `dl_device`",
+        "Producers accepted a keyword and ignored it: DALI handed versioned capsules to callers "
+        "that asked for none, which legacy consumers cannot parse.",
+        (_i("NVIDIA/DALI", 6307),),
+        "dlbridge exports a legacy capsule when no `max_version` (or a major version 0) is "
+        "asked, and honours `dl_device` or raises BufferError. The producer audit "
+        "(`producer/legacy_request`, `producer/dl_device`) checks every producer.",
+        (
+            "tests/test_check_audit.py::test_legacy_request_finds_an_ignored_max_version",
+            "tests/test_check_audit.py::test_dl_device_finds_the_wrong_exception_and_device",
+        ),
+    ),
+    Entry(
+        "C62",
+        "`x.__dlpack__(copy=True)` and `copy=False`",
+        "Producers accepted `copy=` and ignored it (extensions built with nanobind before 3.1): "
+        "`copy=True` handed out the producer's own memory, so the consumer's \"copy\" wrote "
+        "through to the source.",
+        (_p(ARRAY_API, 741), _p(DLPACK, 136)),
+        "dlbridge's `copy=True` always copies and sets IS_COPIED; `copy=False` never copies. "
+        "The producer audit (`producer/copy_true`, `producer/copy_false`) checks every "
+        "producer.",
+        (
+            "tests/test_check_audit.py::test_copy_audits_find_an_ignored_copy",
+            "tests/test_check_audit.py::test_audits_pass_for_correct_producers",
+        ),
+    ),
+    Entry(
+        "C63",
+        "A capsule the consumer cannot take (a dtype, device or version it does not support)",
+        "A failed import must raise BufferError and leave the capsule to its destructor, so "
+        "that the producer's deleter runs once. NumPy 2.5.2 raised SystemError on an "
+        "unsupported dtype and the deleter never ran: the producer's memory leaked.",
+        (_i(NUMPY, 32697),),
+        "dlbridge validates everything before it takes the capsule, raises BufferError naming "
+        "what it refused, and leaves the capsule unconsumed. The checker's case "
+        "`hostile/unknown_dtype` counts the reference producer's deleter calls for every "
+        "consumer.",
+        (
+            "tests/test_check_audit.py::test_consumer_audits_of_dlbridge",
+            "tests/test_hostile.py::test_hostile_table",
+        ),
+    ),
+    Entry(
+        "C64",
+        "A DLPack 1.3 capsule with flag bits 1.3 does not define",
+        "Codes and bits arrive without a version bump: the header gained device types after 1.3, "
+        "and alignment bits are proposed. The CuTe DSL crashed on versioned capsules it did not "
+        "expect, through PyTorch.",
+        (_i("NVIDIA/cutlass", 3359), _i(DLPACK, 190)),
+        "dlbridge reads only READ_ONLY and IS_COPIED, ignores the other bits on import, and "
+        "`dlbridge.describe` lists them. The checker's case `hostile/unknown_flags` feeds them "
+        "to every consumer.",
+        (
+            "tests/test_check_audit.py::test_consumer_audits_of_dlbridge",
+            "tests/test_dtype_device_protocol.py::"
+            "test_unknown_flag_bits_are_ignored_on_import_and_shown_by_describe",
+        ),
+    ),
+    Entry(
+        "C65",
+        "A view exported as its base's data pointer plus `byte_offset`",
+        "Consumers ignored `byte_offset` and read the view from the start of its base: wrong "
+        "values, silently (Warp, NNTile).",
+        (_i("NVIDIA/warp", 1573), _i("nntile/nntile", 464)),
+        "dlbridge adds `byte_offset` to the data pointer on import and keeps it on export. The "
+        "checker's case `hostile/byte_offset` feeds such a capsule to every consumer.",
+        ("tests/test_check_audit.py::test_consumer_audits_of_dlbridge",),
+    ),
 )
 
 BY_C: dict[str, Entry] = {e.id: e for e in ENTRIES}
@@ -899,7 +984,7 @@ def markdown() -> str:
         "dlbridge is built and tested against, "
         "with the public reports it comes from, what dlbridge does about it, the tests that cover "
         "it and the cases of the checker (`python -m dlbridge check`) that exercise it. The "
-        "checker's reports link to these entries by their ids (C1 to C59); its own cases are "
+        "checker's reports link to these entries by their ids (C1 to C65); its own cases are "
         "listed "
         "[by feature](#checker-cases) at the end.",
         "",
@@ -1002,7 +1087,7 @@ def case_link(case_id: str) -> str:
 
 
 def link_refs(escaped: str) -> str:
-    """Turn the catalog ids (C1 ... C59) in already-escaped HTML text into links."""
+    """Turn the catalog ids (C1 ... C65) in already-escaped HTML text into links."""
     return re.sub(r"\bC(\d{1,2})\b", lambda m: entry_link(m.group(0)), escaped)
 
 

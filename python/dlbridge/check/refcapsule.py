@@ -32,6 +32,7 @@ c_int64 = ctypes.c_int64
 READ_ONLY = 1
 IS_COPIED = 2
 
+
 def host_readable(device: tuple[int, int]) -> bool:
     """Whether the host CPU reads memory of a DLPack ``(device_type, device_id)`` pair
     directly, as dlbridge's :class:`Device` says; False for a pair that names no device."""
@@ -85,8 +86,20 @@ CODES_SINCE_1_1 = set(range(7, 18))
 #: dtype codes the header added after DLPack 1.3 (kDLBcomplex) with the minor version still 3.
 CODES_SINCE_1_3 = {18}
 #: The modes of :class:`RefArray` whose capsules name another device type for host memory: the
-#: device types the header added after DLPack 1.3 (a TPU's memory, a TPU's pinned host memory).
-DEVICE_MODES = {"tpu": 19, "tpu_host": 20}
+#: device types the header added after DLPack 1.3 (a TPU's memory, a TPU's pinned host memory,
+#: an Ascend NPU's memory).
+DEVICE_MODES = {"tpu": 19, "tpu_host": 20, "ascend": 21}
+#: The modes of :class:`RefArray` that break a rule on purpose, or stretch one: the consumer is
+#: judged on what it makes of them.
+HOSTILE_MODES = ("legacy_null_strides", "v12_null_strides", "major2", "null_data",
+                 "unknown_dtype", "unknown_flags", "byte_offset")
+#: Flag bits DLPack 1.3 does not define, set by the ``"unknown_flags"`` mode (a later header
+#: may define them: alignment bits are proposed): a consumer must ignore them.
+UNDEFINED_FLAGS = 1 << 5 | 1 << 63
+#: A dtype code DLPack does not define, exported by the ``"unknown_dtype"`` mode.
+UNDEFINED_DTYPE_CODE = 99
+#: Of those, the modes that stand for device memory, which the host is not meant to read.
+DEVICE_MEMORY_MODES = frozenset({"tpu", "ascend"})
 
 
 def np_dtype(name: str) -> np.dtype:
@@ -436,9 +449,13 @@ class RefArray:
 
     ``mode`` selects a deliberately unusual export for the hostile cases:
     ``"normal"``, ``"legacy_null_strides"`` (C6), ``"v12_null_strides"`` (C7),
-    ``"major2"`` (C17), ``"null_data"`` (C9, zero-size with data == NULL), and the modes of
-    :data:`DEVICE_MODES` (host memory exported under a TPU device type; ``dl_device=(1, 0)``
-    gets it as CPU memory, copied for ``"tpu"``, whose memory the host is not meant to read).
+    ``"major2"`` (C17), ``"null_data"`` (C9, zero-size with data == NULL), ``"unknown_dtype"``
+    (C63, a dtype code DLPack does not define), ``"unknown_flags"`` (C64, flag bits DLPack 1.3
+    does not define), ``"byte_offset"`` (C65, a view exported as its base's data pointer plus
+    ``byte_offset``), and the modes of
+    :data:`DEVICE_MODES` (host memory exported under a device type added after DLPack 1.3;
+    ``dl_device=(1, 0)`` gets it as CPU memory, copied for the :data:`DEVICE_MEMORY_MODES`,
+    whose memory the host is not meant to read).
     """
 
     def __init__(self, arr: np.ndarray, *, readonly: bool = False, mode: str = "normal") -> None:
@@ -472,9 +489,11 @@ class RefArray:
         if dl_device is not None and tuple(dl_device) not in ((1, 0), here):
             raise BufferError(f"the reference producer only exports to the CPU, not {dl_device}")
         to_cpu = dl_device is not None and tuple(dl_device) == (1, 0) and here != (1, 0)
-        if to_cpu and self.mode == "tpu":
+        if to_cpu and self.mode in DEVICE_MEMORY_MODES:
             if copy is False:
-                raise BufferError("TPU memory reaches the CPU only as a copy, and copy=False")
+                raise BufferError(
+                    f"{self.mode} memory reaches the CPU only as a copy, and copy=False"
+                )
             copy = True  # "device" memory reaches the host as a copy
         if max_version is not None and (
             not isinstance(max_version, tuple) or len(max_version) != 2
@@ -515,14 +534,16 @@ class RefArray:
                 else ((1, 2) if mode == "v12_null_strides" else REF_VERSION)
             )
             mt.version.major, mt.version.minor = version
-            mt.flags = flags
+            mt.flags = flags | (UNDEFINED_FLAGS if mode == "unknown_flags" else 0)
             t = mt.dl_tensor
         else:
             mt = DLManagedTensor()
             t = mt.dl_tensor
-        t.data = (
-            None if (mode == "null_data" or arr.size == 0) else arr.__array_interface__["data"][0]
-        )
+        data = arr.__array_interface__["data"][0]
+        offset = _offset_in_base(arr) if mode == "byte_offset" and arr is self.arr else 0
+        t.data = None if (mode == "null_data" or arr.size == 0) else data - offset
+        if mode == "unknown_dtype":
+            code = UNDEFINED_DTYPE_CODE
         t.device.device_type, t.device.device_id = (1, 0) if to_cpu else here
         t.ndim = ndim
         t.dtype.code, t.dtype.bits, t.dtype.lanes = code, bits, 1
@@ -531,7 +552,7 @@ class RefArray:
         t.strides = (
             None if (null_strides or not ndim) else ctypes.cast(strides, ctypes.POINTER(c_int64))
         )
-        t.byte_offset = 0
+        t.byte_offset = offset
         mt.manager_ctx = None
         mt.deleter = _DELETER
         addr = ctypes.addressof(mt)
@@ -554,6 +575,14 @@ class RefArray:
                         cap, NAME_USED_VERSIONED if name == NAME_VERSIONED else NAME_USED_LEGACY
                     )
                     break
+
+
+def _offset_in_base(arr: np.ndarray) -> int:
+    """How many bytes into the array it views ``arr`` starts (0 for an array of its own)."""
+    base = arr.base
+    if not isinstance(base, np.ndarray):
+        return 0
+    return int(arr.__array_interface__["data"][0] - base.__array_interface__["data"][0])
 
 
 def release_all() -> None:

@@ -20,6 +20,12 @@ SCHEMA_VERSION = 1
 #: error; a library named by ``--fail-on`` has findings against it (dlbridge failed none).
 EXIT_DLBRIDGE, EXIT_USAGE, EXIT_FAIL_ON = 1, 2, 3
 
+#: Where a finding caused by a known release of a peer library is named, with its fix.
+DOCTOR_HINT = (
+    "python -m dlbridge doctor names the known problems of the releases installed here, "
+    "with their fixes."
+)
+
 STATUSES = ["pass", "fail", "error", "crash", "timeout", "unsupported"]
 BAD = {"fail", "error", "crash", "timeout"}
 SEVERITY = {"crash": 5, "fail": 4, "timeout": 3, "error": 2, "unsupported": 1, "pass": 0}
@@ -550,7 +556,7 @@ def _t_findings(findings: list[dict], top: int) -> list[str]:
         lines.append(
             f"  ... {len(findings) - top} more kinds of finding in the JSON / HTML report"
         )
-    lines.append("")
+    lines += [DOCTOR_HINT, ""]
     return lines
 
 
@@ -854,7 +860,7 @@ def _h_finding(g: dict) -> str:
 def _h_findings(findings: list[dict]) -> list[str]:
     return ["<h2>Worst findings</h2><ol class=find>"] + [
         _h_finding(g) for g in findings[:25]
-    ] + ["</ol>"]
+    ] + ["</ol>", f"<p class=small>{_e(DOCTOR_HINT)}</p>"]
 
 
 def _h_rescues(rescues: list[dict]) -> list[str]:

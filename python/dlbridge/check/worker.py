@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .._layout import c_contiguous, f_contiguous
+from . import audit
 from . import refcapsule as rc
 from .adapters.base import require_layout
 from .adapters.builtin import ref_consume
@@ -119,8 +120,7 @@ def build_source(plib: Adapter, case: Case) -> Source:
             x=ref.tolist(), ref=ref, dtype=ref.dtype.name, readonly=False, declared_readonly=None,
             ptr=None, device=(1, 0), elem_strides=None, has_dlpack=False,
         )
-    if case.mode in ("legacy_null_strides", "v12_null_strides", "major2", "null_data",
-                     *rc.DEVICE_MODES):
+    if case.mode in (*rc.HOSTILE_MODES, *rc.DEVICE_MODES):
         x = rc.RefArray(ref, mode=case.mode)
     else:
         x = plib.make(recipe, ref)
@@ -265,10 +265,7 @@ def hand_over(src: Source, case: Case) -> Any:
         "array",
         "list",
         *LIBRARY_MODES,
-        "legacy_null_strides",
-        "v12_null_strides",
-        "major2",
-        "null_data",
+        *rc.HOSTILE_MODES,
         *rc.DEVICE_MODES,
     ):
         return x
@@ -646,13 +643,7 @@ class Ctx:
 
     def source(self, pname: str, case: Case) -> Source:
         key = (pname, case.id)
-        if case.mode in (
-            "legacy_null_strides",
-            "v12_null_strides",
-            "major2",
-            "null_data",
-            *self.libs[pname].fresh_modes,
-        ):
+        if case.mode in (*rc.HOSTILE_MODES, *self.libs[pname].fresh_modes):
             return build_source(self.libs[pname], case)  # fresh: counts deleters per unit
         if key not in self.sources:
             try:
@@ -752,7 +743,14 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
             return _peers_could(detail, case)
         return result(st, detail, fault=fault if st in (FAIL, ERROR) else None, check=check)
     stage("inspect")
-    obs = observe(y)
+    try:
+        obs = observe(y)
+    except BufferError as e:
+        if not required:
+            raise
+        # it took what it must refuse, and made something the reference consumer cannot read
+        return result(FAIL, f"accepted although it must refuse: {required}; its result is "
+                            f"unreadable: {short(e)}", fault=fault, check="accepted")
     findings = judge(
         obs, src, case, expect_device=_expect_device(case, src, "direct"), copy=case.copy
     )
@@ -1124,6 +1122,39 @@ def _legacy_export_aliases(t: Any) -> bool:
     return bool(info.size) and info.data_ptr == t.data_ptr
 
 
+def run_audit(src: Source, case: Case, route: str) -> dict:
+    """The producer audit ``case.mode`` ("audit:KIND") of the producer's array (route
+    ``direct``) or of ``dlbridge.from_dlpack`` of it, a dlbridge Tensor as the producer (route
+    ``dlbridge``); findings are against that producer."""
+    kind = case.mode.split(":", 1)[1]
+    if not src.has_dlpack:
+        raise Unsupported(f"{type(src.x).__name__} has no __dlpack__")
+    obj, ptr, device, fault = src.x, src.ptr, src.device, "producer"
+    if route == "dlbridge":
+        import dlbridge
+
+        stage("dlbridge.from_dlpack")
+        try:
+            obj = dlbridge.from_dlpack(src.x)
+        except Exception as e:  # its imports are judged by the other cases
+            raise Unsupported(f"dlbridge does not import it: {short(e)}") from e
+        kind_, id_ = obj.__dlpack_device__()
+        ptr, device, fault = obj.data_ptr, (int(kind_), int(id_)), "dlbridge"
+    values = src.ref if rc.host_readable(device) else None
+    stage("inspect dlbridge.Tensor" if route == "dlbridge" else "consumer")
+    try:
+        findings = audit.run(kind, audit.Audited(obj, ptr, device, values))
+    except audit.Refused as e:
+        return result(PASS, f"refused as the spec allows: {e}")
+    except BufferError as e:
+        findings = [("capsule", f"the reference consumer refused its capsule: {short(e)}")]
+    if findings:
+        r = result(FAIL, "; ".join(t for _, t in findings), fault=fault, check=findings[0][0])
+        r["checks"] = [c for c, _ in findings]
+        return r
+    return result(PASS, f"{case.title}: yes")
+
+
 def run_unit(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
     for name in (pname, cname):
         if name in ctx.broken:
@@ -1141,7 +1172,9 @@ def run_unit(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
     if isinstance(src.x, rc.RefArray):
         ref_arrays.append((src.x, src.x.exports, src.x.deleter_calls))
     try:
-        if route == "direct":
+        if case.mode.startswith("audit:"):
+            r = run_audit(src, case, route)
+        elif route == "direct":
             r = run_direct(ctx, pname, cname, case)
         else:
             r = run_dlbridge(ctx, pname, cname, case)

@@ -91,18 +91,10 @@ unsafe extern "C" fn destroy_legacy(capsule: *mut ffi::PyObject) {
     destroy(capsule, LEGACY, USED_LEGACY, false);
 }
 
-/// The flavour of a fresh DLPack capsule: `(fresh name, used name, versioned)`.
-fn flavor(obj: &Bound<'_, PyAny>) -> PyResult<(&'static CStr, &'static CStr, bool)> {
-    // One read of the name, compared here (PyCapsule_IsValid per candidate name would compare
-    // up to four times on every import).
-    let name = if is_capsule(obj) {
-        // SAFETY: `obj` is a live capsule; PyCapsule_GetName returns its name pointer (possibly
-        // NULL), valid while the capsule keeps that name, and never sets an exception for a
-        // capsule.
-        let ptr = unsafe { ffi::PyCapsule_GetName(obj.as_ptr()) };
-        // SAFETY: a non-NULL capsule name is a NUL-terminated C string.
-        (!ptr.is_null()).then(|| unsafe { CStr::from_ptr(ptr) })
-    } else {
+/// The name of the capsule `obj` (None for a capsule without one); TypeError when `obj` is no
+/// capsule.
+fn name_of<'a>(obj: &'a Bound<'_, PyAny>) -> PyResult<Option<&'a CStr>> {
+    if !is_capsule(obj) {
         let type_name = obj
             .get_type()
             .name()
@@ -111,8 +103,25 @@ fn flavor(obj: &Bound<'_, PyAny>) -> PyResult<(&'static CStr, &'static CStr, boo
         return Err(PyTypeError::new_err(format!(
             "expected a DLPack capsule, got an object of type {type_name}"
         )));
-    };
-    match name {
+    }
+    // SAFETY: `obj` is a live capsule; PyCapsule_GetName returns its name pointer (possibly
+    // NULL), valid while the capsule keeps that name, and never sets an exception for a
+    // capsule.
+    let ptr = unsafe { ffi::PyCapsule_GetName(obj.as_ptr()) };
+    // SAFETY: a non-NULL capsule name is a NUL-terminated C string.
+    Ok((!ptr.is_null()).then(|| unsafe { CStr::from_ptr(ptr) }))
+}
+
+/// True when `obj` is a DLPack capsule that was consumed already.
+fn is_used(obj: &Bound<'_, PyAny>) -> bool {
+    matches!(name_of(obj), Ok(Some(n)) if n == USED_VERSIONED || n == USED_LEGACY)
+}
+
+/// The flavour of a fresh DLPack capsule: `(fresh name, used name, versioned)`.
+fn flavor(obj: &Bound<'_, PyAny>) -> PyResult<(&'static CStr, &'static CStr, bool)> {
+    // One read of the name, compared here (PyCapsule_IsValid per candidate name would compare
+    // up to four times on every import).
+    match name_of(obj)? {
         Some(n) if n == VERSIONED => Ok((VERSIONED, USED_VERSIONED, true)),
         Some(n) if n == LEGACY => Ok((LEGACY, USED_LEGACY, false)),
         Some(n) if n == USED_VERSIONED || n == USED_LEGACY => Err(PyBufferError::new_err(
@@ -150,8 +159,20 @@ pub(crate) fn consume_from(
 ) -> PyResult<Tensor> {
     // Asked before the critical section, which runs no Python code; the name only ever changes
     // from fresh to used, and a capsule another thread consumed first is refused below anyway.
+    let flavor = flavor(obj);
+    if flavor.is_err() && is_used(obj) {
+        // Not the caller's doing: the producer returned a capsule it had handed out before.
+        let producer_type = producer
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        return Err(PyBufferError::new_err(format!(
+            "{producer_type}.__dlpack__() returned a DLPack capsule that was already consumed: the producer hands out one capsule for several exports, which only one consumer can import (some releases of tvm-ffi do; python -m dlbridge doctor names them and their fixes); import it once and hand the result to the other consumers"
+        )));
+    }
     let legacy_writable =
-        matches!(flavor(obj), Ok((_, _, false))) && producers::legacy_capsule_is_writable(producer);
+        matches!(flavor, Ok((_, _, false))) && producers::legacy_capsule_is_writable(producer);
     pyo3::sync::critical_section::with_critical_section(obj, || {
         consume_locked(obj, legacy_writable)
     })
