@@ -2,8 +2,9 @@
 # The crate builds with the Rust versions it promises:
 #   bash scripts/msrv_check.sh
 #
-# `cargo check` of the dlbridge crate (features cuda, pyo3, ndarray) with the toolchain of its
-# `rust-version`, and of the `arrow-rs` feature with arrow-rs's own minimum (ARROW_RS_MSRV).
+# `cargo check --workspace --all-targets` (every crate, with its tests, benchmarks and
+# dev-dependencies) with the toolchain of the workspace's `rust-version` and every feature but
+# `arrow-rs`, and once more with every feature with arrow-rs's own minimum (ARROW_RS_MSRV).
 # The toolchains are installed with rustup when missing (minimal profile); a failed install is
 # a failure, as a promise that cannot be checked is not kept. Builds in
 # <CARGO_TARGET_DIR or target>/msrv, apart from the other builds.
@@ -26,10 +27,10 @@ check_with() {
         echo "msrv_check.sh: installing Rust $version (rustup, minimal profile)"
         rustup toolchain install "$version" --profile minimal
     fi
-    echo "msrv_check.sh: cargo +$version check -p dlbridge $*"
-    cargo "+$version" check --locked -p dlbridge --target-dir "$TARGET_DIR" "$@"
+    echo "msrv_check.sh: cargo +$version check --workspace --all-targets $*"
+    cargo "+$version" check --locked --workspace --all-targets --target-dir "$TARGET_DIR" "$@"
 }
 
 # pyo3's build script needs an interpreter (any: nothing is linked by `check`)
-check_with "$MSRV" --features pyo3,ndarray
-check_with "$ARROW_RS_MSRV" --features arrow-rs
+check_with "$MSRV" --features dlbridge/cuda,dlbridge/pyo3,dlbridge/ndarray
+check_with "$ARROW_RS_MSRV" --all-features

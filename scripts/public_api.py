@@ -62,6 +62,8 @@ KINDS = {
 # The auto traits a user relies on (other synthetic impls, such as nightly's Freeze, are the
 # compiler's business and come and go with its versions).
 AUTO_TRAITS = {"Send", "Sync", "Unpin", "UnwindSafe", "RefUnwindSafe"}
+# The visibility rustdoc gives a variant's fields: as public as their enum.
+VARIANT_FIELD = frozenset({"public", "default"})
 # Marker traits derives add for the compiler alone.
 COMPILER_MARKERS = {"StructuralPartialEq"}
 
@@ -192,6 +194,21 @@ def render_where(generics: dict) -> str:
     return " where " + ", ".join(preds) if preds else ""
 
 
+def non_exhaustive(item: dict) -> str:
+    """"#[non_exhaustive] " for a type or variant that has the attribute: code outside the
+    crate cannot build it or match it without a wildcard, so adding or removing the attribute
+    changes what users may write. Older rustdoc JSON writes attributes as source text, newer
+    as objects."""
+    for attr in item.get("attrs", []):
+        if attr == "non_exhaustive" or (
+            isinstance(attr, str) and attr.replace(" ", "") == "#[non_exhaustive]"
+        ):
+            return "#[non_exhaustive] "
+        if isinstance(attr, dict) and "non_exhaustive" in attr:
+            return "#[non_exhaustive] "
+    return ""
+
+
 def render_header(header: dict) -> str:
     out = "const " if header["is_const"] else ""
     out += "async " if header["is_async"] else ""
@@ -272,7 +289,7 @@ class Walker:
         self.seen.add(key)
         kind = kind_of(item)
         inner = item["inner"][kind]
-        self.declaration(kind, inner, path)
+        self.declaration(item, kind, inner, path)
         if kind == "module":
             self.module(item, path)
         elif kind in ("struct", "union"):
@@ -282,16 +299,20 @@ class Walker:
             for vid in inner["variants"]:
                 variant = self.get(vid)
                 vpath = f"{path}::{variant['name']}"
-                self.emit("variant", vpath)
-                self.fields(variant["inner"]["variant"]["kind"], vpath)
+                self.emit(non_exhaustive(variant) + "variant", vpath)
+                self.fields(variant["inner"]["variant"]["kind"], vpath, VARIANT_FIELD)
             self.impls(inner["impls"], path)
         elif kind == "trait":
             for aid in inner["items"]:
                 assoc = self.get(aid)
                 akind = kind_of(assoc)
-                self.declaration(akind, assoc["inner"][akind], f"{path}::{assoc['name']}", "trait-")
+                self.declaration(
+                    assoc, akind, assoc["inner"][akind], f"{path}::{assoc['name']}", "trait-"
+                )
 
-    def declaration(self, kind: str, inner: dict, path: str, prefix: str = "") -> None:
+    def declaration(
+        self, item: dict, kind: str, inner: dict, path: str, prefix: str = ""
+    ) -> None:
         """One line for an item: its kind, path and what a user's code relies on (a function's
         signature, a constant's or alias's type, a type's generics, a trait's bounds)."""
         name = prefix + KINDS.get(kind, kind)
@@ -313,6 +334,7 @@ class Walker:
             self.emit(name, path, detail)
         elif kind in ("struct", "union", "enum"):
             generics = inner["generics"]
+            name = non_exhaustive(item) + name
             self.emit(name, path, render_generics(generics) + render_where(generics))
         elif kind == "trait":
             detail = render_generics(inner["generics"])
@@ -323,7 +345,7 @@ class Walker:
         else:
             self.emit(name, path)
 
-    def fields(self, kind, path: str) -> None:
+    def fields(self, kind, path: str, public: frozenset[str] = frozenset({"public"})) -> None:
         if not isinstance(kind, dict):  # "unit", "plain" (a unit variant)
             return
         ((k, v),) = kind.items()
@@ -337,7 +359,7 @@ class Walker:
             return
         for i, fid in enumerate(ids):
             field = self.get(fid)
-            if field is None or field["visibility"] != "public":
+            if field is None or field["visibility"] not in public:
                 continue
             name = field["name"] if k != "tuple" else str(i)
             self.emit(
@@ -359,7 +381,9 @@ class Walker:
                     if assoc is None or assoc["visibility"] != "public":
                         continue
                     akind = kind_of(assoc)
-                    self.declaration(akind, assoc["inner"][akind], f"{path}::{assoc['name']}")
+                    self.declaration(
+                        assoc, akind, assoc["inner"][akind], f"{path}::{assoc['name']}"
+                    )
             else:
                 name = last(trait["path"])
                 if data["is_synthetic"] and name not in AUTO_TRAITS:

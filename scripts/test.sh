@@ -11,7 +11,7 @@
 #      cargo clippy -p dlbridge --all-targets -- -D warnings   (the pure-Rust build)
 #      bash scripts/cross_check.sh: the same clippy for Windows, macOS (Arm, Intel) and Linux
 #      on Arm, the targets added with rustup when missing (DLBRIDGE_SKIP_CROSS=1 skips it)
-#      bash scripts/msrv_check.sh: cargo check with the crate's rust-version, and with
+#      bash scripts/msrv_check.sh: cargo check --workspace --all-targets with the rust-version, and with
 #      arrow-rs's minimum for that feature (DLBRIDGE_SKIP_MSRV=1 skips it)
 #      the ABI check: dlbridge's "pyo3" feature must not choose pyo3's abi3 (only the
 #      wheel's cdylib does), so that extensions depending on dlbridge keep their own choice
@@ -102,7 +102,7 @@ export PYO3_ENVIRONMENT_SIGNATURE
 step "$PY" -m ruff check python tests benches scripts
 step "$PY" -m mypy -p dlbridge -p _dlbridge_pytest
 step "$PY" -m mypy --no-site-packages --cache-dir .mypy_cache/no-site-packages -p dlbridge -p _dlbridge_pytest
-# The type stubs (_native.pyi, __init__.pyi) against the built module, and every other module
+# The extension's type stub (_native.pyi) against the built module, and every other module
 # against itself at run time: names, signatures, positional-only arguments, @final classes.
 # The allowlist holds only what stubtest cannot express (each entry says why). About a minute
 # of CPU: stubtest type-checks the standard library's stubs afresh on every run.
@@ -223,11 +223,21 @@ export DLBRIDGE_FT_SOURCE
 [ "${DLBRIDGE_SKIP_FREETHREADED:-0}" = 1 ] || step bash scripts/freethreaded.sh
 
 "$PY" - <<'PYEOF'
+import re
 from importlib import metadata
-names = ["dlbridge", "numpy", "torch", "jax", "jaxlib", "pyarrow", "nanoarrow", "arro3-core",
-         "array-api-strict", "apache-tvm-ffi", "ml_dtypes", "polars", "tensorflow-cpu", "dpnp",
-         "dpctl", "intel-opencl-rt", "paddlepaddle", "mlx", "warp-lang", "pandas", "cupy-cuda13x",
-         "ray", "dask", "distributed", "hypothesis", "pytest"]
+
+from dlbridge import namespaces
+
+# the libraries dlbridge knows, by the distributions their pip specs name (the registry is
+# their one list), then the peers that are not targets of their own
+names = ["dlbridge"]
+for name in namespaces.NAMES:
+    for spec in namespaces.get(name).pip.split():
+        dist = re.split(r"[\[<>=!~; ]", spec, maxsplit=1)[0]
+        if dist not in names:
+            names.append(dist)
+names += ["jaxlib", "nanoarrow", "arro3-core", "ml_dtypes", "polars", "dpctl", "ray", "dask",
+          "distributed", "hypothesis", "pytest"]
 def v(n):
     try:
         return metadata.version(n)

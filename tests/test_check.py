@@ -241,6 +241,30 @@ def test_every_namespace_has_its_adapter_beside_it():
         assert (adapters[name].module, adapters[name].pip) == (ns.module, ns.pip), name
 
 
+def test_one_rank_per_library_set_in_its_namespace():
+    # the checker's order is convert's: an adapter with a namespace takes its rank from it
+    from dlbridge import namespaces as nsmod
+
+    ordered = [cls.name for cls in libraries.ALL_LIBRARIES if cls.name in nsmod.NAMES]
+    assert ordered == [n for n in nsmod.NAMES if n != "dlbridge"]
+    for cls in libraries.ALL_LIBRARIES:
+        if cls.name in nsmod.NAMES:
+            assert cls.rank == type(nsmod.get(cls.name)).rank, cls.name
+
+
+def test_one_discovery_loop():
+    # the registry of namespaces and the checker's adapters are found by the same helper
+    from pathlib import Path
+
+    package = Path(libraries.__file__).parent.parent
+    loops = [
+        str(path.relative_to(package))
+        for path in sorted(package.rglob("*.py"))
+        if "iter_modules(" in path.read_text()
+    ]
+    assert loops == ["_discover.py"]
+
+
 def test_checker_takes_only_data_from_the_namespaces():
     # the checker judges dlbridge's planner, so it may read the namespaces' data (UPPER_CASE
     # constants, and the name, module and pip spec an adapter's namespace= copies) but never ask
@@ -472,3 +496,20 @@ def test_summary_exit_status():
     passing = [{**r, "status": "pass", "fault": None} for r in ok]
     s = report.summarize(passing, {}, 1.0, ["numpy"], ["numpy"], fail_on=["numpy"])
     assert s["exit_status"] == 0
+
+
+def test_legacy_capsule_clauses_come_from_the_published_table():
+    # the reports' notes say what dlbridge does with a producer's legacy capsules from the one
+    # table dlbridge publishes, never in words written by hand
+    import dlbridge._native as native
+
+    legacy = [cls for cls in libraries.ALL_LIBRARIES if cls.legacy_capsules]
+    assert {cls.name for cls in legacy} >= {"mlx", "warp"}
+    for cls in libraries.ALL_LIBRARIES:
+        assert "read-only by dlbridge" not in cls.note, cls.name
+        assert "capsules import" not in cls.note, cls.name
+    for cls in legacy:
+        writable = cls.module.split(".")[0] in native._LEGACY_CAPSULES_WRITABLE
+        clause = "import writable" if writable else "import read-only"
+        assert clause in cls().described(), cls.name
+    assert "import writable" in libraries.by_name()["mlx"].described()

@@ -97,7 +97,7 @@ def test_wheel_is_one_abi3_manylinux2014_wheel(dist):
         plugins = configparser.ConfigParser()
         plugins.read_string(whl.read(points).decode())
     assert "dlbridge/_native.abi3.so" in names
-    assert "dlbridge/py.typed" in names and "dlbridge/__init__.pyi" in names
+    assert "dlbridge/py.typed" in names and "dlbridge/_native.pyi" in names
     # the pure-Python modules and subpackages (python-source = "python" takes the whole tree)
     for module in ("_layout.py", "plan.py", "namespaces/__init__.py", "namespaces/torch.py",
                    "check/worker.py", "check/report.schema.json", "doctor/__init__.py",

@@ -4,6 +4,7 @@ numbers."""
 
 from __future__ import annotations
 
+import ast
 import doctest
 import re
 from pathlib import Path
@@ -58,15 +59,55 @@ def test_docs_examples_run_as_written(page):
 
 
 def user_facing_texts() -> list[Path]:
-    """README, CONTRIBUTING, the site's pages and the benchmark tables it includes."""
+    """README, CONTRIBUTING, the crate's README, the site's pages and the benchmark tables it
+    includes."""
     pages = sorted((REPO / "docs").rglob("*.md"))
     tables = sorted((REPO / "benches" / "results").glob("*.md"))
-    return [REPO / "README.md", REPO / "CONTRIBUTING.md", *pages, *tables]
+    crate_readmes = sorted((REPO / "crates").glob("*/README.md"))
+    return [REPO / "README.md", REPO / "CONTRIBUTING.md", *crate_readmes, *pages, *tables]
+
+
+def rust_doc_comments(path: Path) -> str:
+    """The ``///`` and ``//!`` lines of a Rust source: what rustdoc publishes on docs.rs."""
+    lines = path.read_text().splitlines()
+    return "\n".join(line for line in lines if re.match(r"\s*//[/!]", line))
+
+
+def docstrings(path: Path) -> str:
+    """Every docstring of a Python module or stub: what help() and the API pages show."""
+    tree = ast.parse(path.read_text())
+    kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    found = (ast.get_docstring(node) for node in ast.walk(tree) if isinstance(node, kinds))
+    return "\n".join(doc for doc in found if doc)
+
+
+def documented_sources() -> list[Path]:
+    """The Rust crates' sources and the Python packages' modules and stubs."""
+    rust = sorted((REPO / "crates").rglob("*.rs"))
+    python = sorted((REPO / "python").rglob("*.py")) + sorted((REPO / "python").rglob("*.pyi"))
+    return rust + python
+
+
+# the project's tracker numbers are small; upstream bug numbers (numpy#20742) are facts
+INTERNAL = (r"CASES\.md", r"DECISIONS", r"\.\./shared", r"(?i:\bissues? \d{1,2}\b)")
 
 
 @pytest.mark.parametrize("path", user_facing_texts(), ids=lambda p: str(p.relative_to(REPO)))
 def test_user_facing_text_names_no_internal_files_or_tracker_numbers(path):
     text = path.read_text()
-    # the project's tracker numbers are small; upstream bug numbers (numpy#20742) are facts
-    for pattern in (r"CASES\.md", r"DECISIONS", r"\.\./shared", r"(?i:\bissues? \d{1,2}\b)"):
+    for pattern in INTERNAL:
         assert not re.search(pattern, text), f"{path.name}: {pattern}"
+
+
+@pytest.mark.parametrize("path", documented_sources(), ids=lambda p: str(p.relative_to(REPO)))
+def test_doc_comments_and_docstrings_name_no_internal_files_or_tracker_numbers(path):
+    text = rust_doc_comments(path) if path.suffix == ".rs" else docstrings(path)
+    for pattern in INTERNAL:
+        assert not re.search(pattern, text), f"{path.relative_to(REPO)}: {pattern}"
+
+
+def test_the_doc_readers_see_the_docs():
+    """The readers above find what they check: a reader that found nothing would pass any
+    text."""
+    assert "DLPack" in rust_doc_comments(REPO / "crates" / "dlbridge" / "src" / "lib.rs")
+    assert "DLPack" in docstrings(REPO / "python" / "dlbridge" / "convert.py")

@@ -33,16 +33,22 @@ try:
         from_dlpack,
         to_shared,
     )
-except ImportError as e:  # the wheel does not fit this interpreter: say which one does
+except ImportError as _error:  # the wheel does not fit this interpreter: say which one does
     from .doctor.environment import extension_problem
 
-    raise ImportError(f"dlbridge's compiled extension does not load ({e}): "
-                      f"{extension_problem()}") from e
-from . import _processes  # noqa: F401 - registers the multiprocessing reduction
-from .convert import convert, explain
+    raise ImportError(f"dlbridge's compiled extension does not load ({_error}): "
+                      f"{extension_problem()}") from _error
+from . import (
+    _native,
+    _processes,  # noqa: F401 - registers the multiprocessing reduction
+)
+from .convert import _copied_by_library, convert, explain
 from .describe import describe
-from .host import to_host, to_memoryview, to_numpy
+from .host import _to_numpy_general, to_host, to_memoryview, to_numpy
 from .plan import Plan
+
+# The one way Rust reaches the package's Python code: what it is handed here, once.
+_native._register_fallbacks(_to_numpy_general, _copied_by_library)
 
 __all__ = [
     "DLPACK_VERSION",

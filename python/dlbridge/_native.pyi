@@ -19,6 +19,8 @@ __all__ = [
     "_shared_handle",
     "_map_shared",
     "_open_cuda_ipc",
+    "_register_fallbacks",
+    "_copy_decision",
 ]
 
 __version__: str
@@ -112,6 +114,20 @@ class Device:
     def name(self) -> str:
         """The device kind name (``"cpu"``, ``"cuda"``, ``"cuda_host"``, ``"oneapi"``,
         ``"tpu_host"``, ``"ascend"``...)."""
+    @property
+    def is_host_accessible(self) -> bool:
+        """True when the host CPU reads and writes this device's memory directly: plain host
+        memory, CUDA and ROCm pinned memory, CUDA managed memory, a TPU runtime's pinned host
+        memory."""
+    @property
+    def dlbridge_copies_from(self) -> bool:
+        """True when dlbridge itself copies data out of this device's memory (host memory,
+        and CUDA memory through the driver). Other memory (oneAPI, ROCm, Metal...) is copied
+        by the library that owns it."""
+    @property
+    def dlbridge_copies_to(self) -> bool:
+        """True when dlbridge itself makes copies on this device (the host CPU, and CUDA
+        pinned, managed and device memory). Other devices are reached by their library."""
     def __dlpack_device__(self) -> tuple[int, int]:
         """``(type, id)``."""
     def __eq__(self, other: object, /) -> bool: ...
@@ -383,8 +399,23 @@ def to_numpy(x: Any, *, copy: bool | None = None) -> Any:
     """``dlbridge.to_numpy``: a host NumPy array with ``x``'s values. NumPy arrays (as they
     are) and host data of NumPy's builtin dtypes are built natively (an ndarray whose base is
     the dlbridge Tensor), and so is host data of bfloat16, float8 and one-per-byte float6 /
-    float4 as ml_dtypes arrays when ml_dtypes is installed; everything else goes to
-    ``dlbridge.host._to_numpy_general``."""
+    float4 as ml_dtypes arrays when ml_dtypes is installed; everything else goes to the
+    general path the dlbridge package registered (``convert(x, "numpy", device="cpu")``)."""
+
+def _copy_decision(
+    here: Any, device: Any, copy: bool | None, needs: bool, fresh: bool
+) -> Literal["keep", "copy", "move", "refuse transfer", "refuse copy"]:
+    """dlbridge's one copy and device rule, which ``from_dlpack``, ``Tensor.to_device`` and the
+    planner of ``convert`` all follow, for data on ``here`` asked for ``device`` and ``copy``:
+    another device is a transfer (``"move"``), a copy the consumer ``needs`` is made, and
+    ``copy=True`` copies unless the data is ``fresh`` (a private copy already); under
+    ``copy=False`` a transfer or needed copy is refused. ``here`` and ``device`` may be None
+    (no device asked)."""
+
+def _register_fallbacks(to_numpy: Any, by_library: Any) -> None:
+    """Called once by the dlbridge package at import: the Python functions this module calls
+    (``to_numpy``'s general path, and the copy made by the library that owns memory dlbridge
+    cannot copy itself); Rust imports no module of the package by name."""
 
 def to_shared(x: Any, /) -> Tensor:
     """``x`` (anything :func:`from_dlpack` takes) in memory other processes on this machine can

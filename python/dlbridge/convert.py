@@ -7,7 +7,7 @@ import textwrap
 from typing import Any, Literal, overload
 
 from . import namespaces as nsmod
-from .plan import Plan, build
+from .plan import Plan, Request, build
 
 
 @overload
@@ -81,7 +81,7 @@ def convert(
     ValueError for a bad ``to``, ``device`` or ``copy``, ImportError when the target library is
     not installed.
     """
-    route = build(x, to, device=device, copy=copy, detach=detach, resolve=resolve, run=True)
+    route = build(Request(x, to, device, copy, detach, resolve, run=True))
     result, plan = route.execute()
     return (result, plan) if report else result
 
@@ -105,7 +105,7 @@ def explain(
     at all needs a copy (several Arrow chunks, bit-packed booleans, misaligned data without
     ``__dlpack__``). ValueError for a bad ``to``, ``device`` or ``copy``.
     """
-    return build(x, to, device=device, copy=copy, detach=detach, resolve=resolve, run=False).plan
+    return build(Request(x, to, device, copy, detach, resolve)).plan
 
 
 def _targets() -> str:
@@ -124,3 +124,11 @@ if convert.__doc__ is not None:  # None under python -OO
 
 
 __all__ = ["Plan", "convert", "explain"]
+
+
+def _copied_by_library(t: Any, *, device: Any = None, copy: bool | None = None) -> Any:
+    """What ``Tensor.to_device`` and ``Tensor.copy`` (in ``_native``) hand over for memory
+    dlbridge cannot copy itself (oneAPI...): ``convert(t, "dlbridge", ...)``, so that the
+    library that owns the memory makes the copy. The package registers it with ``_native`` at
+    import."""
+    return convert(t, "dlbridge", device=device, copy=copy)

@@ -311,23 +311,11 @@ def facts_of_capsule(info: CapsuleInfo, kind: str) -> Facts:
     )
 
 
-def facts_of_torch(x: Any) -> Facts:
-    """A torch tensor's facts from its own attributes (they hold even when its autograd or
-    conj/neg state would make a DLPack export refuse)."""
-    if x.device.type == "meta":
-        raise RuntimeError("a meta tensor has no data")
-    dev = nsmod.device_of(x) or Device("cpu")
-    return Facts(
-        kind="torch.Tensor",
-        library="torch",
-        device=Device("cpu") if x.device.type == "cpu" else dev,
-        dtype=str(x.dtype).removeprefix("torch."),
-        shape=tuple(x.shape),
-        strides=tuple(x.stride()),
-        itemsize=x.element_size(),
-        readonly=False,
-        data_ptr=int(x.data_ptr()),
-    )
+def facts_of_own(ns: nsmod.Namespace, x: Any) -> Facts:
+    """The facts of an array whose library reads them from its own attributes
+    (``Namespace.reads_own_facts``: they hold even when its autograd or conj/neg state would
+    make a DLPack export refuse). RuntimeError for an array without strided memory."""
+    return Facts(library=ns.name, **ns.facts(x))
 
 
 # ------------------------------------------------------------------------------ describe
@@ -412,9 +400,9 @@ def describe(x: Any) -> dict[str, Any]:
             facts = facts_of_capsule(info, "capsule")
         except BufferError as e:
             out["errors"]["capsule"] = str(e)
-    elif ns is not None and ns.name == "torch":
+    elif ns is not None and ns.reads_own_facts:
         try:
-            facts = facts_of_torch(x)
+            facts = facts_of_own(ns, x)
         except RuntimeError as e:  # sparse or meta tensors: no strided memory to describe
             out["errors"]["layout"] = f"{type(e).__name__}: {e}"
     else:

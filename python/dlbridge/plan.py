@@ -34,12 +34,12 @@ from typing import Any
 
 from . import namespaces as nsmod
 from ._layout import c_strides
-from ._native import Device, NoProtocolError, Tensor, from_dlpack
+from ._native import Device, NoProtocolError, Tensor, _copy_decision, from_dlpack
 from .describe import (
     Facts,
     facts_of_capsule,
+    facts_of_own,
     facts_of_tensor,
-    facts_of_torch,
     is_capsule,
     peek_capsule,
     protocols,
@@ -252,7 +252,7 @@ def _copy_on_device(ctx: Ctx, dev: Device) -> Tensor:
                 return t
         except BufferError:
             pass
-    if dev.type in nsmod.DLBRIDGE_REACHES:
+    if dev.dlbridge_copies_from:
         return from_dlpack(ctx.tensor, copy=True)
     helper = nsmod.device_helper(dev)
     if helper is None:
@@ -323,32 +323,36 @@ class _Builder:
         )
 
 
-def _check_copy(copy: Any) -> bool | None:
-    if copy is None or isinstance(copy, bool):
-        return copy
-    raise ValueError(f"copy must be True, False or None, not {copy!r}")
+@dataclass(frozen=True)
+class Request:
+    """One call of :func:`dlbridge.convert` or :func:`dlbridge.explain`: its arguments, as the
+    caller passed them (their meaning is ``convert``'s docstring), and ``run``: the route will
+    be executed, so a raw capsule is consumed at once instead of only read. The planner's
+    steps read it; none changes it."""
+
+    x: Any
+    to: Any
+    device: Any = None
+    copy: bool | None = None
+    detach: bool = False
+    resolve: bool = False
+    run: bool = False
+
+    def __post_init__(self) -> None:
+        if not (self.copy is None or isinstance(self.copy, bool)):
+            raise ValueError(f"copy must be True, False or None, not {self.copy!r}")
 
 
-def build(
-    x: Any,
-    to: Any,
-    *,
-    device: Any = None,
-    copy: bool | None = None,
-    detach: bool = False,
-    resolve: bool = False,
-    run: bool = False,
-) -> Route:
-    """Plan the conversion of ``x`` to the library ``to``. ``run=True``: the route will be
-    executed (a raw capsule is consumed at once instead of only read)."""
-    copy = _check_copy(copy)
-    target = nsmod.get(to)
-    want = None if device is None else Device(device)
+def build(request: Request) -> Route:
+    """Plan the conversion ``request`` asks for."""
+    x = request.x
+    target = nsmod.get(request.to)
+    want = None if request.device is None else Device(request.device)
     src_ns = nsmod.owner(x)
     kind = "DLPack capsule" if is_capsule(x) else type_name(x)
     b = _Builder(kind, target)
     ctx = Ctx(obj=x)
-    p = _Planning(b, ctx, x, kind, src_ns, target, want, copy, detach, resolve, run)
+    p = _Planning(b, ctx, request, kind, src_ns, target, want)
     try:
         _plan(p)
     except Impossible as e:
@@ -363,46 +367,40 @@ _ImportStep = tuple[str, Callable[[Ctx], int | None], int]
 
 @dataclass
 class _Planning:
-    """What the planner's steps share: the arguments of :func:`build`, and what the earlier
-    steps found out (filled in as they go)."""
+    """What the planner's steps share: the :class:`Request`, what :func:`build` resolved from
+    it, and what the earlier steps found out (filled in as they go)."""
 
     b: _Builder
     ctx: Ctx
-    x: Any
+    request: Request
     kind: str
     src_ns: nsmod.Namespace | None
     target: nsmod.Namespace
+    #: the request's device, parsed
     want: Device | None
-    copy: bool | None
-    detach: bool
-    resolve: bool
-    run: bool
     #: the data is a private copy already
     fresh: bool = False
     #: the source, as inspected (set by _inspect)
     facts: Facts = field(init=False)
     #: the step that imports the source as a Tensor, if one is needed
     import_step: _ImportStep | None = None
-    #: how the target imports the dtype (set by _check_dtype)
-    route: str = "dlpack"
-    #: where the data is and where it goes (set by _choose_device)
-    src_dev: Device = field(init=False)
-    dest: Device = field(init=False)
-    #: why the target cannot alias the layout / the read-only data (set by _layout_and_flags)
-    problem: str | None = None
-    ro_problem: str | None = None
 
     @property
     def name(self) -> str:
         return self.target.name
 
     @property
-    def is_torch(self) -> bool:
-        return self.src_ns is not None and self.src_ns.name == "torch"
+    def x(self) -> Any:
+        return self.request.x
 
     @property
-    def moving(self) -> bool:
-        return self.dest != self.src_dev
+    def copy(self) -> bool | None:
+        return self.request.copy
+
+    @property
+    def own_facts(self) -> bool:
+        """The source's library has its arrays read from their own attributes (torch)."""
+        return self.src_ns is not None and self.src_ns.reads_own_facts
 
 
 def _plan(p: _Planning) -> None:
@@ -415,13 +413,32 @@ def _plan(p: _Planning) -> None:
         return
     _resolve_state(p)  # 2
     _inspect(p)
-    _check_dtype(p)  # 3
-    _choose_device(p)  # 4
-    _layout_and_flags(p)  # 5, 6: what the target cannot take as it is
-    if p.moving:
-        _move(p)  # 4: the transfer, with the layout fix around it; 8
+    route = _check_dtype(p)  # 3
+    src, dest = _choose_device(p)  # 4
+    problem, ro_problem = _layout_and_flags(p, route, src, dest)  # 5, 6
+    path = _Path(route, src, dest, problem, ro_problem)
+    if path.moving:
+        _move(p, path)  # 4: the transfer, with the layout fix around it; 8
     else:
-        _copy_in_place(p)  # 5, 6, 7 on the data's own device; 8
+        _copy_in_place(p, path)  # 5, 6, 7 on the data's own device; 8
+
+
+@dataclass(frozen=True)
+class _Path:
+    """What decisions 3 to 6 found: the values the copy steps take."""
+
+    #: how the target imports the dtype
+    route: str
+    #: where the data is, and where the result lives
+    src: Device
+    dest: Device
+    #: why the target cannot alias the layout / the read-only data as they are
+    problem: str | None
+    ro_problem: str | None
+
+    @property
+    def moving(self) -> bool:
+        return self.dest != self.src
 
 
 def _already_there(p: _Planning) -> bool:
@@ -447,9 +464,10 @@ def _resolve_state(p: _Planning) -> None:
     """2. Framework state DLPack cannot carry: resolved when opted in or harmless, else
     refused naming the fix."""
     src_ns, b = p.src_ns, p.b
-    if p.is_torch:
+    if p.own_facts:
+        assert src_ns is not None
         try:
-            b.summary = facts_of_torch(p.x).summary()
+            b.summary = facts_of_own(src_ns, p.x).summary()
         except RuntimeError:  # sparse tensors have no strides: refused just below
             pass
     states = src_ns.state(p.x) if src_ns is not None else []
@@ -457,15 +475,15 @@ def _resolve_state(p: _Planning) -> None:
         owner = f"{src_ns.name} {src_ns.noun}" if src_ns is not None else "source"
         if st.refuse:
             raise Impossible(BufferError, f"the {owner} {st.what}; call {st.fix} first")
-        enabled = (st.option is None or (st.option == "detach" and p.detach)
-                   or (st.option == "resolve" and p.resolve))
+        enabled = (st.option is None or (st.option == "detach" and p.request.detach)
+                   or (st.option == "resolve" and p.request.resolve))
         if not enabled:
             raise Impossible(
                 BufferError,
                 f"the {owner} {st.what}, which DLPack cannot carry; call {st.fix} first, "
                 f"or pass {st.option}=True to convert",
             )
-        if st.copies and p.copy is False:
+        if st.copies and _copy_forbidden(p.copy):
             raise Impossible(
                 BufferError,
                 f"the {owner} {st.what}; resolving it with {st.fix.split(' (')[0]} is a copy, "
@@ -486,8 +504,9 @@ def _inspect(p: _Planning) -> None:
     x, ctx = p.x, p.ctx
     source = p.src_ns.source(x) if p.src_ns is not None else x
     consumed = False
-    if p.is_torch:
-        facts = facts_of_torch(x)
+    if p.own_facts:
+        assert p.src_ns is not None
+        facts = facts_of_own(p.src_ns, x)
         if p.fresh:  # resolve_conj / resolve_neg made a dense, private copy
             facts.strides, facts.data_ptr = c_strides(facts.shape), 0
 
@@ -496,9 +515,10 @@ def _inspect(p: _Planning) -> None:
                 c.tensor = from_dlpack(c.obj)
 
         p.import_step = (
-            "import the torch tensor as a dlbridge.Tensor through DLPack (zero-copy)", imp, 0,
+            f"import the {p.src_ns.name} {p.src_ns.noun} as a dlbridge.Tensor through DLPack "
+            "(zero-copy)", imp, 0,
         )
-    elif is_capsule(x) and not p.run:
+    elif is_capsule(x) and not p.request.run:
         info = peek_capsule(x)
         try:
             facts = facts_of_capsule(info, "DLPack capsule")
@@ -516,20 +536,20 @@ def _inspect(p: _Planning) -> None:
         ctx.obj = None
 
 
-def _check_dtype(p: _Planning) -> None:
-    """3. The target must have the dtype (and arrays of the shape)."""
+def _check_dtype(p: _Planning) -> str:
+    """3. The target must have the dtype (and arrays of the shape): how it imports it."""
     route = p.target.dtype_route(p.facts.dtype)
     if route.startswith("refuse:"):
         raise Impossible(BufferError, route.removeprefix("refuse:").strip())
     refusal = p.target.shape_refusal(p.facts.shape)
     if refusal:
         raise Impossible(BufferError, refusal)
-    p.route = route
+    return route
 
 
-def _choose_device(p: _Planning) -> None:
-    """4. Where the result lives: where the data is (which the target must be able to hold),
-    or ``device=``."""
+def _choose_device(p: _Planning) -> tuple[Device, Device]:
+    """4. Where the data is, and where the result lives: where the data is (which the target
+    must be able to hold), or ``device=``."""
     target, want = p.target, p.want
     src_dev = p.facts.device
     dest = src_dev if want is None else want
@@ -547,28 +567,31 @@ def _choose_device(p: _Planning) -> None:
         devs = ", ".join(str(d) for d in target.devices()) or "none found"
         raise Impossible(BufferError, f"{p.name} has no arrays on {want} (its devices: {devs})")
     p.b.device = dest
-    p.src_dev, p.dest = src_dev, dest
-    if p.moving and p.copy is False:
+    if _copy_decision(src_dev, dest, p.copy, False, False) == "refuse transfer":
         raise Impossible(
             BufferError,
             f"the data is on {src_dev} and device={dest} needs a copy, which copy=False "
             "forbids; pass copy=None to allow it",
         )
+    return src_dev, dest
 
 
-def _layout_and_flags(p: _Planning) -> None:
-    """5, 6. Why the target cannot alias the layout or the read-only data as it is; then the
-    import step (left out when a torch tensor goes straight to the host)."""
+def _layout_and_flags(
+    p: _Planning, route: str, src: Device, dest: Device
+) -> tuple[str | None, str | None]:
+    """5, 6. Why the target cannot alias the layout, and the read-only data, as they are;
+    then the import step (left out when a torch tensor goes straight to the host)."""
     target, facts = p.target, p.facts
-    p.problem = target.layout_problem(facts.layout()) if p.route != "host_copy" else None
+    problem = target.layout_problem(facts.layout()) if route != "host_copy" else None
     ro = facts.readonly and not p.fresh
-    p.ro_problem = target.readonly_why if ro and not target.alias_readonly else None
+    ro_problem = target.readonly_why if ro and not target.alias_readonly else None
     step = p.import_step
-    if step is not None and not (p.moving and nsmod.host(p.dest) and step[2] == 0
-                                 and p.is_torch):
+    if step is not None and not (dest != src and dest.is_host_accessible and step[2] == 0
+                                 and p.own_facts):
         text, fn, n = step
         if text:
             p.b.add(text, fn, n, why=facts.import_copy)
+    return problem, ro_problem
 
 
 def _copy_reasons(layout_problem: str | None, readonly_problem: str | None) -> list[str]:
@@ -584,14 +607,14 @@ def _copy_reasons(layout_problem: str | None, readonly_problem: str | None) -> l
     return out
 
 
-def _move(p: _Planning) -> None:
+def _move(p: _Planning, path: _Path) -> None:
     """4. Another device: device to host, host to device, or device to device (staged through
     the host when no library copies directly), with a C-order copy on the host for a layout
     the target cannot take."""
-    b, ctx, x, target, route = p.b, p.ctx, p.x, p.target, p.route
-    src_dev, dest, problem = p.src_dev, p.dest, p.problem
+    b, ctx, x, target, route = p.b, p.ctx, p.x, p.target, path.route
+    src_dev, dest, problem = path.src, path.dest, path.problem
     lay = p.facts.layout()
-    if nsmod.host(dest):
+    if dest.is_host_accessible:
         _plan_to_host(b, ctx, x, src_dev, dest, p.src_ns, p.kind, readonly=p.facts.readonly)
         p.fresh = True
         if problem:
@@ -602,7 +625,7 @@ def _move(p: _Planning) -> None:
             )
         _final(b, target, route, expect_alias=True, copy=p.copy)
         return
-    if nsmod.host(src_dev):
+    if src_dev.is_host_accessible:
         reasons = _copy_reasons(problem, None)
         if reasons:  # fix the layout on the host first, where dlbridge can copy
             b.add(f"C-order copy on the host: {'; '.join(reasons)}", _copy_host, 1,
@@ -625,16 +648,17 @@ def _move(p: _Planning) -> None:
     _plan_from_host(b, target, route, Device("cpu"), dest)
 
 
-def _copy_in_place(p: _Planning) -> None:
+def _copy_in_place(p: _Planning, path: _Path) -> None:
     """5, 6, 7 on the data's own device: the copy the layout, the read-only flag or
     ``copy=True`` needs (a BufferError under ``copy=False``); then 8, the target's import."""
-    b, target, route, name = p.b, p.target, p.route, p.name
-    src_dev, facts, copy = p.src_dev, p.facts, p.copy
-    reasons = _copy_reasons(p.problem, p.ro_problem)
-    if copy is True and not p.fresh and not reasons:
+    b, target, route, name = p.b, p.target, path.route, p.name
+    src_dev, facts, copy = path.src, p.facts, p.copy
+    reasons = _copy_reasons(path.problem, path.ro_problem)
+    decision = _copy_decision(src_dev, None, copy, bool(reasons), p.fresh)
+    if decision == "copy" and not reasons:
         reasons = ["copy=True asks for a copy"]
     if route == "host_copy":
-        if copy is False:
+        if _copy_forbidden(copy):
             raise Impossible(
                 BufferError,
                 f"{name} cannot import {facts.dtype} through DLPack (its from_dlpack asks for "
@@ -644,17 +668,17 @@ def _copy_in_place(p: _Planning) -> None:
         _final(b, target, route, expect_alias=False, copy=copy)
         return
     if reasons:
-        if copy is False:
+        if decision == "refuse copy":
             raise Impossible(
                 BufferError,
                 f"{'; '.join(reasons)}; that needs a copy, which copy=False forbids (pass "
                 "copy=None to let dlbridge copy)",
             )
-        if nsmod.host(src_dev):
+        if src_dev.is_host_accessible:
             b.add(f"C-order copy on the host: {'; '.join(reasons)}", _copy_host, 1,
                   why=reasons[0])
         else:
-            _copy_on_its_device(p, reasons)
+            _copy_on_its_device(p, src_dev, reasons)
     if not reasons and not facts.readonly and target.immutable and not p.fresh:
         b.notes.append(
             f"the {name} result shares memory with the writable source: {name} treats it as "
@@ -664,13 +688,13 @@ def _copy_in_place(p: _Planning) -> None:
     _final(b, target, route, expect_alias=not reasons and not p.fresh, copy=copy)
 
 
-def _copy_on_its_device(p: _Planning, reasons: list[str]) -> None:
-    """The copy on a non-host device: by dlbridge (CUDA), the producer, or a library that can
-    copy there."""
-    ctx, src_dev = p.ctx, p.src_dev
+def _copy_on_its_device(p: _Planning, src_dev: Device, reasons: list[str]) -> None:
+    """The copy on ``src_dev``, where the data is, not the host: by dlbridge (CUDA), the
+    producer, or a library that can copy there."""
+    ctx = p.ctx
     bare = ctx.obj is None or isinstance(ctx.obj, Tensor)
     helper = nsmod.device_helper(src_dev)
-    if src_dev.type in nsmod.DLBRIDGE_REACHES:
+    if src_dev.dlbridge_copies_from:
         who = "dlbridge" if bare else "the producer, else dlbridge"
     elif bare:
         if helper is None:
@@ -690,12 +714,18 @@ def _copy_on_its_device(p: _Planning, reasons: list[str]) -> None:
             why=reasons[0])
 
 
+def _copy_forbidden(copy: bool | None) -> bool:
+    """Whether a copy the target needs is refused: dlbridge's one copy rule, decided in Rust
+    for its own imports and for this planner alike."""
+    return _copy_decision(None, None, copy, True, False) == "refuse copy"
+
+
 def _satisfies(here: Device, want: Device, target: nsmod.Namespace) -> bool:
     """Is data on ``here`` already where ``want`` asks? A request for the CPU is met by any
     host-accessible memory (CUDA pinned or managed) that the target can hold as it is."""
     if here == want:
         return True
-    return want.type == nsmod.CPU and nsmod.host(here) and target.can_hold(here)
+    return want.type == nsmod.CPU and here.is_host_accessible and target.can_hold(here)
 
 
 def _import(
@@ -720,7 +750,7 @@ def _import(
             raise Impossible(BufferError, str(e2)) from None
         except Exception as e2:  # noqa: BLE001 - the producer's own exception type
             raise Impossible(BufferError, _producer_refused(e2)) from None
-        if copy is False:
+        if _copy_forbidden(copy):
             raise Impossible(
                 BufferError, f"importing {kind} needs a copy ({why}), which copy=False forbids"
             ) from None
@@ -817,7 +847,7 @@ def _plan_to_host(
     kind: str, staged: bool = False, readonly: bool = False,
 ) -> None:
     bare = ctx.obj is None or isinstance(ctx.obj, Tensor)
-    if src.type in nsmod.DLBRIDGE_REACHES:
+    if src.dlbridge_copies_from:
         who = "dlbridge" if bare else f"the producer ({kind}), else dlbridge"
     else:
         helper = nsmod.device_helper(src)
@@ -872,7 +902,7 @@ def _plan_from_host(
             why=why,
         )
         return
-    if dest.type in nsmod.DLBRIDGE_REACHES:
+    if dest.dlbridge_copies_to:
         def h2d_dlb(c: Ctx) -> None:
             assert c.tensor is not None
             c.tensor = c.tensor.to_device(str(dest))
@@ -900,33 +930,21 @@ def _plan_from_host(
     _final(b, target, route, expect_alias=True, copy=None)
 
 
-_ROUTE_TEXT = {
-    "ml_dtypes": "an ml_dtypes view of the bytes (numpy.from_dlpack "
-                 "has no bfloat16 / float8; zero-copy)",
-    "capsule": "torch.from_dlpack of a DLPack 1.3 capsule (torch asks for 1.0, which has no "
-               "float8; zero-copy)",
-    "host_copy": "jax.numpy.array of an ml_dtypes view (a copy: JAX's legacy capsules cannot carry "
-                 "float8)",
-    # a target that always copies host data on import (MLX on the CPU)
-    "import_copy": "the library's import, which copies (it cannot alias memory it did not "
-                   "allocate)",
-}
-
-
 def _final(
     b: _Builder, target: nsmod.Namespace, route: str, *, expect_alias: bool, copy: bool | None
 ) -> None:
     name = target.name
+    imp = target.routes.get(route)
     if name == "dlbridge":
         text = "the dlbridge.Tensor is the result"
-    elif route in _ROUTE_TEXT:
-        text = f"{name}: " + _ROUTE_TEXT[route]
+    elif imp is not None:
+        text = f"{name}: {imp.text}"
     else:
         text = f"{name}: {target.importer or name + '.from_dlpack'} (zero-copy)"
-    copies = 1 if route in ("host_copy", "import_copy") else 0
-    if copies and copy is False:
+    copies = 1 if imp is not None and imp.copies else 0
+    if imp is not None and copies and _copy_forbidden(copy):
         raise Impossible(
-            BufferError, f"{name}: {_ROUTE_TEXT[route]}, which copy=False forbids; pass copy=None"
+            BufferError, f"{name}: {imp.text}, which copy=False forbids; pass copy=None"
         )
 
     def final(c: Ctx) -> int | None:
@@ -939,16 +957,15 @@ def _final(
         got = result_ptr(c.result)
         if got is None or got == int(t.data_ptr):
             return None
-        if copy is False:
+        if _copy_forbidden(copy):
             raise BufferError(
                 f"{name} copied the data on import (dlbridge expected it to alias it); refused "
                 "under copy=False"
             )
         return 1
 
-    why = {"host_copy": "JAX's legacy capsules cannot carry float8: a copy",
-           "import_copy": f"{name} copies on import"}.get(route)
+    why = imp.why if imp is not None else None
     b.add(text, final, copies, why=why)
 
 
-__all__ = ["Plan", "Route", "build", "result_ptr"]
+__all__ = ["Plan", "Request", "Route", "build", "result_ptr"]

@@ -9,7 +9,21 @@ use std::str::FromStr;
 use crate::device::{Device, DeviceType};
 
 /// Which Python exception an [`Error`] maps to.
+///
+/// Non-exhaustive: a later version may map some errors to another exception, so a `match`
+/// outside this crate needs a wildcard arm; without one it does not compile:
+///
+/// ```compile_fail
+/// fn exception(kind: dlbridge::ErrorKind) -> &'static str {
+///     match kind {
+///         dlbridge::ErrorKind::Buffer => "BufferError",
+///         dlbridge::ErrorKind::Value => "ValueError",
+///         dlbridge::ErrorKind::Type => "TypeError",
+///     }
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// Valid protocol, but the data cannot be exchanged as asked: `BufferError`.
     Buffer,

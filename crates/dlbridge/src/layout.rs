@@ -706,7 +706,9 @@ mod tests {
 
     #[test]
     fn every_refusal_matches_the_reference() {
-        let m = i64::MAX;
+        // A constant, so that the arrays below are promoted to statics (Rust 1.87 does not
+        // extend the lifetime of temporaries built from a local here).
+        const M: i64 = i64::MAX;
         let cases: &[Case] = &[
             (&[1; 65], None, 4),
             (&[2, 2], Some(&[1]), 4),
@@ -719,11 +721,11 @@ mod tests {
             (&[-1, 1 << 40, 1 << 40], Some(&[1, 1, 1]), 4),
             (&[0, 1 << 62, 4], Some(&[1, 1, 1]), 4),
             (&[1 << 62], None, 4),
-            (&[2, 3], Some(&[m / 2 + 1, 1]), 4),
-            (&[3, 3], Some(&[m / 2, m / 2]), 1),
-            (&[3, 3], Some(&[-m / 2, -m / 2]), 1),
-            (&[2, 2], Some(&[m, 1]), 1),
-            (&[3, 3], Some(&[m / 2, -m / 2]), 1),
+            (&[2, 3], Some(&[M / 2 + 1, 1]), 4),
+            (&[3, 3], Some(&[M / 2, M / 2]), 1),
+            (&[3, 3], Some(&[-M / 2, -M / 2]), 1),
+            (&[2, 2], Some(&[M, 1]), 1),
+            (&[3, 3], Some(&[M / 2, -M / 2]), 1),
             (&[1 << 40, 1 << 20], Some(&[1, 1 << 40]), 16),
         ];
         for &(shape, strides, itemsize) in cases {

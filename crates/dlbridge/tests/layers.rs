@@ -249,3 +249,89 @@ fn the_scanner_reads_grouped_and_nested_paths() {
     assert_eq!(crate_paths(code), ["a", "b", "e", "h"]);
     assert_eq!(without_comments("x // crate::y\n/// crate::z"), "x \n");
 }
+
+/// The pure-Python modules and subpackages of the dlbridge Python package (`python/dlbridge`),
+/// by name: every `.py` module and every directory with an `__init__.py`.
+fn python_modules() -> Vec<String> {
+    let package = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/dlbridge");
+    let mut names = Vec::new();
+    for entry in fs::read_dir(package).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+        let is_module = path.extension().is_some_and(|e| e == "py") && name != "__init__";
+        if is_module || path.join("__init__.py").exists() {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// The string literals of `code` that name a module of `modules` of the dlbridge package, or
+/// something in one (`"dlbridge.host"`, `"dlbridge.check.worker"`), and imports of the package
+/// itself (`import("dlbridge")`, from which any of its modules can be reached).
+fn python_module_names(code: &str, modules: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in code.lines() {
+        for (at, _) in line.match_indices("\"dlbridge") {
+            let rest = &line[at + 1..];
+            let path: String = rest
+                .chars()
+                .take_while(|&c| is_ident_char(c) || c == '.')
+                .collect();
+            if !rest[path.len()..].starts_with('"') {
+                continue; // text that mentions dlbridge, not a module path
+            }
+            let first = path.split('.').nth(1);
+            let names_module = first.is_some_and(|m| modules.iter().any(|n| n == m));
+            let before = line[..at].trim_end();
+            let imports_package = path == "dlbridge"
+                && before.contains("import")
+                && (before.ends_with('(') || before.ends_with(','));
+            if names_module || imports_package {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// The language boundary runs one way: Python calls Rust, and Rust reaches the package's
+/// Python code only through what the package registers at import (`_register_fallbacks`),
+/// never by importing one of its pure-Python modules by name.
+#[test]
+fn no_rust_source_imports_a_python_module_of_the_package() {
+    let modules = python_modules();
+    assert!(
+        ["convert", "host", "plan", "namespaces"]
+            .iter()
+            .all(|m| modules.iter().any(|n| n == m)),
+        "the package's modules were not found: {modules:?}"
+    );
+    let mut files = Vec::new();
+    rust_files(&src_dir(), &mut files);
+    let mut named = Vec::new();
+    for file in files {
+        let code = without_comments(&fs::read_to_string(&file).unwrap());
+        for path in python_module_names(&code, &modules) {
+            let file = file.strip_prefix(src_dir()).unwrap().display().to_string();
+            named.push(format!("{file}: \"{path}\""));
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "Rust names the dlbridge package's Python modules (hand the function over at import \
+         instead, through `_register_fallbacks`):\n{}",
+        named.join("\n")
+    );
+}
+
+#[test]
+fn the_boundary_scanner_finds_module_paths_and_package_imports() {
+    let modules = ["host".to_owned(), "check".to_owned()];
+    let code = r#"import(py, "dlbridge.host", "f"); "dlbridge.check.worker"; "dlbridge._native";
+    "dlbridge.host(x) is text"; py.import("dlbridge")?; "dlbridge""#;
+    assert_eq!(
+        python_module_names(code, &modules),
+        ["dlbridge.host", "dlbridge.check.worker", "dlbridge"]
+    );
+}

@@ -75,7 +75,7 @@ class Audited:
     def read(self, cap: Any) -> rc.CapsuleInfo:
         """Read and consume ``cap``, with its values when the host can read them."""
         device = rc.read_capsule(cap, read_values=False, consume=False).device
-        host = device[0] in rc.HOST_TYPES
+        host = rc.host_readable(device)
         return rc.read_capsule(cap, read_values=host and self.values is not None)
 
     def wrong_values(self, info: rc.CapsuleInfo) -> list[Finding]:

@@ -15,15 +15,13 @@ subprocess imports only the libraries of the pairs it runs.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..namespaces.base import HOST_TYPES
+from .._discover import classes_in
 from . import adapters, external
 from . import refcapsule as rc
 from .adapters.base import (
@@ -42,20 +40,8 @@ from .adapters.base import (
 
 def _discover_adapters() -> list[type[Adapter]]:
     """The adapter classes of the modules of :mod:`dlbridge.check.adapters`, in the order of
-    their ``rank``, the built-in ones last (each module imports no library: cheap)."""
-    found: list[type[Adapter]] = []
-    for info in pkgutil.iter_modules(adapters.__path__):
-        if info.name == "base":
-            continue
-        module = importlib.import_module(f"{adapters.__name__}.{info.name}")
-        found += [
-            cls
-            for cls in vars(module).values()
-            if isinstance(cls, type)
-            and issubclass(cls, Adapter)
-            and cls.__module__ == module.__name__  # not one imported from another module
-            and cls.name
-        ]
+    their ``rank``, the built-in ones last."""
+    found = classes_in(adapters.__name__, adapters.__path__, Adapter, ["base"])
     return sorted(found, key=lambda cls: (cls.builtin, cls.rank, cls.name))
 
 
@@ -138,7 +124,7 @@ def _observe_dlbridge(y: Any) -> Observed:
     obs.is_copied = bool(y.is_copied)
     d = y.device
     obs.device = (int(d.type), int(d.id))
-    if obs.device[0] in HOST_TYPES:
+    if rc.host_readable(obs.device):
         info = rc.read_object(y)
         obs.values = info.values
         if info.dtype != obs.dtype:
@@ -241,7 +227,7 @@ def discover(selected: list[str] | None = None) -> list[Discovered]:
                 lib.producer,
                 lib.consumer,
                 lib.builtin,
-                lib.note,
+                lib.described(),
                 lib.slow_import,
                 reason,
             )

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import Device
 from .._layout import c_strides
-from ..namespaces.base import HOST_TYPES
 
 c_void_p = ctypes.c_void_p
 c_int64 = ctypes.c_int64
@@ -32,30 +32,26 @@ c_int64 = ctypes.c_int64
 READ_ONLY = 1
 IS_COPIED = 2
 
+
+def host_readable(device: tuple[int, int]) -> bool:
+    """Whether the host CPU reads memory of a DLPack ``(device_type, device_id)`` pair
+    directly, as dlbridge's :class:`Device` says; False for a pair that names no device."""
+    try:
+        return Device(device).is_host_accessible
+    except (TypeError, ValueError):
+        return False
+
+
 #: Highest DLPack version the reference consumer asks for and the reference producer speaks.
 REF_VERSION = (1, 3)
 
-DEVICE_NAMES = {
-    1: "cpu",
-    2: "cuda",
-    3: "cuda_host",
-    4: "opencl",
-    7: "vulkan",
-    8: "metal",
-    9: "vpi",
-    10: "rocm",
-    11: "rocm_host",
-    12: "ext_dev",
-    13: "cuda_managed",
-    14: "oneapi",
-    15: "webgpu",
-    16: "hexagon",
-    17: "maia",
-    18: "trn",
-    19: "tpu",
-    20: "tpu_host",
-    21: "ascend",
-}
+def device_name(device_type: int) -> str:
+    """The name of a DLPack device type (``"cuda"``, ``"tpu_host"``...), as dlbridge's
+    :class:`Device` spells it; the number itself for a type that names no device."""
+    try:
+        return Device((device_type, 0)).name
+    except (TypeError, ValueError):
+        return str(device_type)
 
 #: (code, bits) -> dtype name (lanes must be 1).
 DTYPE_NAMES = {
@@ -265,7 +261,7 @@ class CapsuleInfo:
         return (
             f"{v} capsule{' [' + ','.join(fl) + ']' if fl else ''}, {self.dtype}, "
             f"shape {self.shape}, strides {strides}, device "
-            f"{DEVICE_NAMES.get(self.device[0], self.device[0])}"
+            f"{device_name(self.device[0])}"
         )
 
 
@@ -329,9 +325,9 @@ def _read_tensor(info: CapsuleInfo, t: DLTensor, read_values: bool) -> None:
     info.byte_offset = int(t.byte_offset)
     info.data = int(t.data or 0)
     if read_values:
-        if info.device[0] not in HOST_TYPES:
+        if not host_readable(info.device):
             raise BufferError(
-                f"memory on device {DEVICE_NAMES.get(info.device[0], info.device[0])} is not "
+                f"memory on device {device_name(info.device[0])} is not "
                 "readable from the host"
             )
         info.values = host_copy(info.data_ptr, info.shape, info.element_strides, np_dtype(name))

@@ -31,14 +31,13 @@ from typing import Any
 import numpy as np
 
 from .._layout import c_contiguous, f_contiguous
-from ..namespaces.base import HOST_TYPES
 from . import audit
 from . import refcapsule as rc
 from .adapters.base import require_layout
 from .adapters.builtin import ref_consume
-from .adapters.tensorflow import TensorFlowLib
 from .cases import BY_ID, Case
 from .libraries import (
+    ALL_LIBRARIES,
     BUILTIN_NAMES,
     Adapter,
     Observed,
@@ -50,6 +49,9 @@ from .libraries import (
     reference,
     use_names,
 )
+
+#: the cases' modes a library's own state makes (its adapter builds them: ``Adapter.in_mode``)
+LIBRARY_MODES = frozenset(mode for cls in ALL_LIBRARIES for mode in cls.modes)
 
 PASS, FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED = (
     "pass",
@@ -106,7 +108,7 @@ class Source:
 
     @property
     def host(self) -> bool:
-        return self.device[0] in HOST_TYPES
+        return rc.host_readable(self.device)
 
 
 def build_source(plib: Adapter, case: Case) -> Source:
@@ -124,14 +126,8 @@ def build_source(plib: Adapter, case: Case) -> Source:
         x = plib.make(recipe, ref)
         if plib.name not in BUILTIN_NAMES:
             _require_recipe(plib, x, ref, recipe)
-        if case.mode == "tf_gpu_scope":
-            assert isinstance(plib, TensorFlowLib)  # the case's only producer
-            x = plib.make_in_gpu_scope(ref)
-        elif case.mode == "torch_conj":
-            x = x.conj()
-            ref = np.conj(ref)
-        elif case.mode == "torch_grad":
-            x = x.clone().requires_grad_(True)
+        if case.mode in plib.modes:
+            x, ref = plib.in_mode(case.mode, x, ref)
     readonly = bool(plib.src_readonly(x))
     has_dlpack = hasattr(x, "__dlpack__")
     src = Source(
@@ -268,9 +264,7 @@ def hand_over(src: Source, case: Case) -> Any:
     if case.mode in (
         "array",
         "list",
-        "torch_conj",
-        "torch_grad",
-        "tf_gpu_scope",
+        *LIBRARY_MODES,
         *rc.HOSTILE_MODES,
         *rc.DEVICE_MODES,
     ):
@@ -371,9 +365,9 @@ def judge(
             (
                 "device",
                 f"result is on "
-                f"{rc.DEVICE_NAMES.get(obs.device[0], obs.device[0])}:{obs.device[1]}, "
+                f"{rc.device_name(obs.device[0])}:{obs.device[1]}, "
                 f"expected "
-                f"{rc.DEVICE_NAMES.get(expect_device[0], expect_device[0])}:{expect_device[1]}",
+                f"{rc.device_name(expect_device[0])}:{expect_device[1]}",
             )
         )
     aliased = None
@@ -500,7 +494,7 @@ def judge_tensor(t: Any, obs: Observed, src: Source, case: Case) -> list[tuple[s
                 f"bytes (dlbridge realigns by a copy)",
             )
         )
-    if obs.device is not None and obs.device[0] in HOST_TYPES:
+    if obs.device is not None and rc.host_readable(obs.device):
         try:
             mv = memoryview(t)
         except BufferError:
@@ -567,7 +561,7 @@ def required_refusal(case: Case, src: Source, clib: Adapter) -> str | None:
     if case.refuse:
         return case.refuse
     if not src.host:
-        dev = rc.DEVICE_NAMES.get(src.device[0], src.device[0])
+        dev = rc.device_name(src.device[0])
         if case.device == "cpu" and case.copy is False:
             return f"the data is on {dev}; reaching the CPU needs a copy but copy=False (C39)"
         if case.device is None and src.device[0] not in clib.devices:
@@ -649,7 +643,7 @@ class Ctx:
 
     def source(self, pname: str, case: Case) -> Source:
         key = (pname, case.id)
-        if case.mode in (*rc.HOSTILE_MODES, "torch_grad"):
+        if case.mode in (*rc.HOSTILE_MODES, *self.libs[pname].fresh_modes):
             return build_source(self.libs[pname], case)  # fresh: counts deleters per unit
         if key not in self.sources:
             try:
@@ -707,9 +701,7 @@ def _exception_fault(e: BaseException, pname: str, cname: str, src: Source, case
         "array",
         "legacy",
         "versioned",
-        "torch_conj",
-        "torch_grad",
-        "tf_gpu_scope",
+        *LIBRARY_MODES,
     ):
         return "consumer"
     return "peers"
@@ -1065,10 +1057,10 @@ def _consumer_refused(u: _DlbridgeUnit, t: Any, obs_t: Observed, e: Exception,
             and "right_refusal" in u.direct.get("checks", [])):
         return result(PASS, f"refused, as the direct exchange rightly is: {short(e)}")
     msg = str(e).lower()
-    on_device = obs_t.device is not None and obs_t.device[0] not in HOST_TYPES
+    on_device = obs_t.device is not None and not rc.host_readable(obs_t.device)
     if isinstance(e, BufferError) and on_device:
         assert obs_t.device is not None
-        where = rc.DEVICE_NAMES.get(obs_t.device[0], obs_t.device[0])
+        where = rc.device_name(obs_t.device[0])
         return result(UNSUPPORTED, f"dlbridge cannot move {where} memory itself: pass "
                       "device=\"cpu\" to dlbridge.from_dlpack so that the producer copies "
                       f"({short(e)})")
@@ -1148,7 +1140,7 @@ def run_audit(src: Source, case: Case, route: str) -> dict:
             raise Unsupported(f"dlbridge does not import it: {short(e)}") from e
         kind_, id_ = obj.__dlpack_device__()
         ptr, device, fault = obj.data_ptr, (int(kind_), int(id_)), "dlbridge"
-    values = src.ref if device[0] in HOST_TYPES else None
+    values = src.ref if rc.host_readable(device) else None
     stage("inspect dlbridge.Tensor" if route == "dlbridge" else "consumer")
     try:
         findings = audit.run(kind, audit.Audited(obj, ptr, device, values))

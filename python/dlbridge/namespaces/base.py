@@ -16,12 +16,8 @@ from .._native import Device, Tensor
 CPU, CUDA, CUDA_HOST, OPENCL, VULKAN, METAL, VPI, ROCM, ROCM_HOST, EXT_DEV, CUDA_MANAGED, ONEAPI = (
     1, 2, 3, 4, 7, 8, 9, 10, 11, 12, 13, 14,
 )
-#: kDLTPUHost: a TPU runtime's pinned host memory (added to dlpack.h after DLPack 1.3).
-TPU_HOST = 20
-#: Device types whose memory the host CPU reads directly (the checker reads the same set).
-HOST_TYPES = frozenset({CPU, CUDA_HOST, ROCM_HOST, CUDA_MANAGED, TPU_HOST})
-#: Device types dlbridge itself can copy from and to (host memory; CUDA through the driver).
-DLBRIDGE_REACHES = HOST_TYPES | {CUDA}
+# Which memory the host reads, and which dlbridge copies itself, is the Device's to say
+# (Device.is_host_accessible, dlbridge_copies_from, dlbridge_copies_to): decided in Rust.
 
 SUBBYTE = ("float4_", "float6_")
 FLOAT8 = "float8"
@@ -30,11 +26,6 @@ BASIC_DTYPES = (
     "float16", "float32", "float64", "complex64", "complex128",
 )
 SIXTY_FOUR_BIT = ("int64", "uint64", "float64", "complex128")
-
-
-def host(device: Device) -> bool:
-    """Can the host CPU read memory on ``device`` directly?"""
-    return device.type in HOST_TYPES
 
 
 def device_of(x: Any) -> Device | None:
@@ -56,6 +47,17 @@ def has_ml_dtypes() -> bool:
 
 
 # ---------------------------------------------------------------------------------- state
+
+
+@dataclass(frozen=True)
+class ImportRoute:
+    """A way into a library other than its ``from_dlpack`` (see ``Namespace.routes``)."""
+
+    #: what the plan says the import does
+    text: str
+    #: the import copies (counted; refused under ``copy=False``), and why, for the plan
+    copies: bool = False
+    why: str | None = None
 
 
 @dataclass
@@ -107,6 +109,12 @@ class Namespace:
     result = ""
     #: what the library calls its arrays, for messages
     noun = "array"
+    #: the routes besides ``"dlpack"`` that :meth:`dtype_route` may name, each with the plan's
+    #: wording of the import and whether it copies
+    routes: dict[str, ImportRoute] = {}
+    #: the planner reads this library's arrays from their own attributes (:meth:`facts`), not
+    #: through a zero-copy import: their DLPack export refuses state the planner resolves first
+    reads_own_facts = False
     #: the import a zero-copy plan names (empty: ``<name>.from_dlpack``)
     importer = ""
 
@@ -156,6 +164,12 @@ class Namespace:
         """The object to hand to ``dlbridge.from_dlpack`` for ``x``."""
         return x
 
+    def facts(self, x: Any) -> dict[str, Any]:
+        """``x``'s facts read from the library's own attributes (when ``reads_own_facts``):
+        ``kind``, ``device``, ``dtype``, ``shape``, ``strides`` (in elements), ``itemsize``,
+        ``readonly`` and ``data_ptr``. RuntimeError for an array without strided memory."""
+        raise NotImplementedError
+
     def to_host(self, x: Any) -> Any:
         """An array of this library on the CPU with ``x``'s values (``x`` itself when it is
         there already). Only called when ``has_host``."""
@@ -167,7 +181,7 @@ class Namespace:
         return [Device("cpu")]
 
     def can_hold(self, device: Device) -> bool:
-        return device.type in HOST_TYPES
+        return device.is_host_accessible
 
     def dtype_route(self, dtype: str) -> str:
         """How a tensor of ``dtype`` reaches this library: ``"dlpack"`` (its from_dlpack),
@@ -221,8 +235,8 @@ class LayoutView:
 
 
 __all__ = [
-    "BASIC_DTYPES", "CPU", "CUDA", "CUDA_HOST", "CUDA_MANAGED", "DLBRIDGE_REACHES", "EXT_DEV",
-    "FLOAT8", "HOST_TYPES", "LayoutView", "METAL", "Namespace", "ONEAPI", "OPENCL", "ROCM",
+    "BASIC_DTYPES", "CPU", "CUDA", "CUDA_HOST", "CUDA_MANAGED", "EXT_DEV",
+    "FLOAT8", "ImportRoute", "LayoutView", "METAL", "Namespace", "ONEAPI", "OPENCL", "ROCM",
     "ROCM_HOST", "SIXTY_FOUR_BIT", "SUBBYTE", "State", "VPI", "VULKAN", "device_of",
-    "has_ml_dtypes", "host",
+    "has_ml_dtypes",
 ]

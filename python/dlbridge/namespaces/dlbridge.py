@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from .._native import Tensor
-from .base import Namespace, host
+from .base import Namespace
 
 
 class Dlbridge(Namespace):
@@ -28,7 +28,7 @@ class Dlbridge(Namespace):
         return x.device
 
     def to_host(self, x):
-        return x if host(x.device) else None  # moved by the caller
+        return x if x.device.is_host_accessible else None  # moved by the caller
 
     def can_hold(self, device):
         return True

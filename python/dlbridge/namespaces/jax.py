@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._layout import compact
-from .base import CPU, FLOAT8, SIXTY_FOUR_BIT, SUBBYTE, Device, Namespace, State
+from .base import CPU, FLOAT8, SIXTY_FOUR_BIT, SUBBYTE, Device, ImportRoute, Namespace, State
 from .numpy import ml_dtypes_view
 
 
@@ -39,6 +39,14 @@ class Jax(Namespace):
     modules = ("jax.numpy",)
     aliases = ("jax", "jax.numpy", "jnp")
     rank = 3
+    routes = {
+        "host_copy": ImportRoute(
+            "jax.numpy.array of an ml_dtypes view (a copy: JAX's legacy capsules cannot carry "
+            "float8)",
+            copies=True,
+            why="JAX's legacy capsules cannot carry float8: a copy",
+        ),
+    }
     importer = "jax.numpy.from_dlpack"
     immutable = True
     readonly_why = (

@@ -9,7 +9,7 @@ Measured peer facts:
 from __future__ import annotations
 
 from .._layout import negative_strides
-from .base import Device, Namespace, device_of
+from .base import Device, ImportRoute, Namespace, device_of
 
 
 class Mlx(Namespace):
@@ -23,6 +23,14 @@ class Mlx(Namespace):
     modules = ("mlx",)
     aliases = ("mlx", "mlx.core", "mx")
     rank = 12
+    routes = {
+        # MLX on the CPU copies host data on import, always
+        "import_copy": ImportRoute(
+            "the library's import, which copies (it cannot alias memory it did not allocate)",
+            copies=True,
+            why="mlx copies on import",
+        ),
+    }
     result = "mlx.core.array"
     #: dtypes MLX holds (on the CPU; its GPU has no float64); the checker's MLX producer reads
     #: the same list

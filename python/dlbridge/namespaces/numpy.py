@@ -13,13 +13,27 @@ import sys
 from typing import Any
 
 from .._native import DType, Tensor
-from .base import BASIC_DTYPES, FLOAT8, SUBBYTE, Device, Namespace, has_ml_dtypes
+from .base import (
+    BASIC_DTYPES,
+    FLOAT8,
+    SUBBYTE,
+    Device,
+    ImportRoute,
+    Namespace,
+    has_ml_dtypes,
+)
 
 
 class NumPy(Namespace):
     name = module = pip = "numpy"
     aliases = ("np", "numpy")
     rank = 1
+    routes = {
+        "ml_dtypes": ImportRoute(
+            "an ml_dtypes view of the bytes (numpy.from_dlpack has no bfloat16 / float8; "
+            "zero-copy)"
+        ),
+    }
     result = "numpy.ndarray"
 
     def owns(self, x):

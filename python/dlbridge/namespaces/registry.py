@@ -8,11 +8,10 @@ their ``rank``."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from pathlib import Path
 from typing import Any
 
+from .._discover import classes_in
 from .._native import Device
 from .base import Namespace
 
@@ -22,20 +21,8 @@ _NOT_LIBRARIES = frozenset({"base", "registry"})
 
 
 def _discover() -> list[type[Namespace]]:
-    """The library classes of the package's modules (each imports no library: cheap)."""
-    found: list[type[Namespace]] = []
-    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
-        if info.name in _NOT_LIBRARIES:
-            continue
-        module = importlib.import_module(f"{_PACKAGE}.{info.name}")
-        found += [
-            cls
-            for cls in vars(module).values()
-            if isinstance(cls, type)
-            and issubclass(cls, Namespace)
-            and cls.__module__ == module.__name__  # not one imported from another module
-            and cls.name
-        ]
+    """The library classes of the package's modules, in the order of their ``rank``."""
+    found = classes_in(_PACKAGE, [str(Path(__file__).parent)], Namespace, _NOT_LIBRARIES)
     return sorted(found, key=lambda cls: (cls.rank, cls.name))
 
 

@@ -10,7 +10,7 @@ Measured peer facts:
 from __future__ import annotations
 
 from .._layout import negative_strides
-from .base import CPU, CUDA, FLOAT8, ROCM, Device, Namespace, State, device_of
+from .base import CPU, CUDA, FLOAT8, ROCM, Device, ImportRoute, Namespace, State, device_of
 
 
 class Torch(Namespace):
@@ -24,6 +24,28 @@ class Torch(Namespace):
         "hands out a writable alias)"
     )
     result = "torch.Tensor"
+    routes = {
+        "capsule": ImportRoute(
+            "torch.from_dlpack of a DLPack 1.3 capsule (torch asks for 1.0, which has no "
+            "float8; zero-copy)"
+        ),
+    }
+    # autograd and the conjugate / negative bits make torch's own export refuse
+    reads_own_facts = True
+
+    def facts(self, x):
+        if x.device.type == "meta":
+            raise RuntimeError("a meta tensor has no data")
+        return {
+            "kind": "torch.Tensor",
+            "device": Device("cpu") if x.device.type == "cpu" else device_of(x) or Device("cpu"),
+            "dtype": str(x.dtype).removeprefix("torch."),
+            "shape": tuple(x.shape),
+            "strides": tuple(x.stride()),
+            "itemsize": x.element_size(),
+            "readonly": False,
+            "data_ptr": int(x.data_ptr()),
+        }
 
     def owns(self, x):
         torch = self.loaded()

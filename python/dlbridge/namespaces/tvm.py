@@ -7,7 +7,7 @@ Measured peer facts:
 
 from __future__ import annotations
 
-from .base import Device, Namespace, device_of, host
+from .base import Device, Namespace, device_of
 
 
 class TvmFfi(Namespace):
@@ -26,7 +26,7 @@ class TvmFfi(Namespace):
 
     def to_host(self, x):
         dev = device_of(x)
-        if dev is None or host(dev):
+        if dev is None or dev.is_host_accessible:
             return x
         return None  # the caller moves it through dlbridge
 

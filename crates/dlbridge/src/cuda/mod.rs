@@ -50,7 +50,8 @@ pub use transfer::{copy_to_device, copy_to_host, to_device};
 pub(crate) use stream::{parse_stream, synchronize_raw_event};
 #[cfg(feature = "pyo3")]
 pub(crate) use transfer::{
-    adopt_producer_stream, complete_on_host, order_for_consumer, route, transfer_stream,
+    adopt_producer_stream, complete_on_host, copies_from, copies_to, order_for_consumer, route,
+    transfer_stream,
 };
 
 use crate::error::Result;

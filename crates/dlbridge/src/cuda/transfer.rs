@@ -51,6 +51,20 @@ fn readable(device: Device) -> Option<bool> {
     }
 }
 
+/// Whether dlbridge copies data out of memory of `device` itself (host memory, and CUDA
+/// memory through the driver); other memory is copied by the library that owns it.
+#[cfg(feature = "pyo3")]
+pub(crate) fn copies_from(device: Device) -> bool {
+    readable(device).is_some()
+}
+
+/// Whether dlbridge makes copies on `device` itself (the host CPU, and CUDA pinned, managed
+/// and device memory); other devices are reached by the library that owns them.
+#[cfg(feature = "pyo3")]
+pub(crate) fn copies_to(device: Device) -> bool {
+    route(Device::CPU, device).is_ok()
+}
+
 /// The route from `from` to `to`, decided from the device types alone (no driver call).
 ///
 /// Reachable: the CPU and CUDA pinned, managed and device memory, in every direction (ROCm

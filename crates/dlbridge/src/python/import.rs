@@ -18,6 +18,78 @@ use crate::python::{
 };
 use crate::tensor::Tensor;
 
+/// Import `x` like `from_dlpack`: the most common inputs in one step each ([`direct`]), the
+/// rest through the whole dispatch, with the `device` / `copy` policy applied; the names of an
+/// Arrow `fixed_shape_tensor`'s cell dimensions are kept.
+pub(crate) fn import_object(
+    x: &Bound<'_, PyAny>,
+    device: Option<Device>,
+    copy: Option<bool>,
+) -> PyResult<(Tensor, CellNames)> {
+    let offers = protocols::of(x)?;
+    if let Some(tensor) = direct(x, &offers, device, copy)? {
+        return Ok(match apply_policy(&tensor, device, copy)? {
+            None => (tensor, None),
+            Some(copied) => (copied, None),
+        });
+    }
+    // The table and pyarrow's `__dlpack__` were asked already (not asked twice).
+    let rest = Protocols {
+        exchange: None,
+        pyarrow_primitive: false,
+        ..offers
+    };
+    from_object_with(x, Some(rest), device, copy)
+}
+
+/// What an exchange does with data on `here`, decided by [`decide`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// The data as it is.
+    Keep,
+    /// A copy on the data's own device.
+    Copy,
+    /// A copy on another device.
+    Move(Device),
+    /// A copy is needed (`Refusal` says why) and `copy=False` forbids it.
+    Refuse(Refusal),
+}
+
+/// Why [`decide`] refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The data is on another device than the one asked for.
+    Transfer,
+    /// The consumer cannot take the data as it is.
+    Copy,
+}
+
+/// The one copy and device rule of `from_dlpack`, `Tensor.to_device` and the planner of
+/// `convert`, for data on `here` asked for `device` and `copy` (the array API's rule):
+///
+/// - another device is a transfer, refused under `copy=False`;
+/// - a copy the consumer `needs` (misaligned data, a layout or read-only flag it cannot take)
+///   is made, refused under `copy=False`;
+/// - `copy=True` is a copy, unless the data is `fresh` already (a producer's own copy, or the
+///   planner's, that the result alone will hold);
+/// - anything else is kept as it is.
+pub(crate) fn decide(
+    here: Device,
+    device: Option<Device>,
+    copy: Option<bool>,
+    needs: bool,
+    fresh: bool,
+) -> Decision {
+    match (device, copy) {
+        (Some(target), Some(false)) if target != here => Decision::Refuse(Refusal::Transfer),
+        (Some(target), _) if target != here => Decision::Move(target),
+        (_, Some(false)) if needs => Decision::Refuse(Refusal::Copy),
+        _ if needs => Decision::Copy,
+        (_, Some(true)) if !fresh => Decision::Copy,
+        _ => Decision::Keep,
+    }
+}
+
 /// Import `obj` zero-copy when possible, honouring `device` and `copy` like the array API's
 /// `from_dlpack`: `copy=True` always copies (C-contiguous result), `copy=False` never copies,
 /// `copy=None` copies only when needed (e.g. data not aligned to its item size).
@@ -617,55 +689,90 @@ pub(crate) fn apply_policy(
     device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<Option<Tensor>> {
-    if let Some(target) = device {
-        if tensor.device() != target {
-            if copy == Some(false) {
-                return Err(Error::CopyRequired {
-                    reason: format!(
-                        "the data is on {} and device={target} needs a transfer",
-                        tensor.device()
-                    ),
-                }
-                .into());
-            }
-            return Ok(Some(cuda::to_device(
-                tensor,
-                target,
-                cuda::StreamRequest::Default,
-            )?));
+    let here = tensor.device();
+    // A producer's fresh copy (IS_COPIED) is the consumer's alone; on the host it counts as
+    // the copy `copy=True` asks for when it is also C-contiguous, as dlbridge's copies are.
+    let fresh = tensor.is_copied() && (tensor.is_c_contiguous() || !here.is_host_accessible());
+    match decide(here, device, copy, needs_realignment(tensor), fresh) {
+        Decision::Refuse(Refusal::Transfer) => Err(Error::CopyRequired {
+            reason: format!(
+                "the data is on {here} and device={} needs a transfer",
+                device.unwrap_or(here)
+            ),
         }
-    }
-    match copy {
-        // A producer's copy on a device the host cannot reach is kept in the producer's order.
-        // It is the consumer's alone (IS_COPIED), so it is writable even when its source was not.
-        Some(true) if tensor.is_copied() && !tensor.device().is_host_accessible() => Ok(tensor
-            .is_readonly()
-            .then(|| tensor.clone().into_writable_if_copied())),
-        Some(true) if !tensor.device().is_host_accessible() => Ok(Some(cuda::to_device(
-            tensor,
-            tensor.device(),
-            cuda::StreamRequest::Default,
-        )?)),
-        Some(true) if !(tensor.is_copied() && tensor.is_c_contiguous()) => {
-            Ok(Some(tensor.copy(Order::C)?))
-        }
-        Some(false) if needs_realignment(tensor) => Err(Error::CopyRequired {
+        .into()),
+        Decision::Refuse(Refusal::Copy) => Err(Error::CopyRequired {
             reason: "the data is not aligned to its item size".to_owned(),
         }
         .into()),
-        None if needs_realignment(tensor) => Ok(Some(tensor.copy(Order::C)?)),
+        Decision::Move(target) => Ok(Some(cuda::to_device(
+            tensor,
+            target,
+            cuda::StreamRequest::Default,
+        )?)),
+        Decision::Copy if !here.is_host_accessible() => Ok(Some(cuda::to_device(
+            tensor,
+            here,
+            cuda::StreamRequest::Default,
+        )?)),
+        Decision::Copy => Ok(Some(tensor.copy(Order::C)?)),
         // A producer's fresh copy (IS_COPIED) is the consumer's alone: writable, even when the
-        // producer kept its source's READ_ONLY on it (dpnp does).
-        Some(true) if tensor.is_readonly() && tensor.is_copied() => {
+        // producer kept its source's READ_ONLY on it (dpnp does), when a copy or a device was
+        // asked for.
+        Decision::Keep
+            if tensor.is_readonly()
+                && tensor.is_copied()
+                && (copy == Some(true) || device.is_some()) =>
+        {
             Ok(Some(tensor.clone().into_writable_if_copied()))
         }
-        _ if device.is_some() && tensor.is_readonly() && tensor.is_copied() => {
-            Ok(Some(tensor.clone().into_writable_if_copied()))
-        }
-        _ => Ok(None),
+        Decision::Keep => Ok(None),
     }
 }
 
 fn needs_realignment(tensor: &Tensor) -> bool {
     tensor.device().is_host_accessible() && !tensor.is_aligned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Decision, Refusal, decide};
+    use crate::device::{Device, DeviceType};
+
+    #[test]
+    fn the_copy_and_device_rule() {
+        let cpu = Device::CPU;
+        let cuda = Device::new(DeviceType::CUDA, 0);
+        // (here, device, copy, needs, fresh) -> decision
+        let table = [
+            ((cpu, None, None, false, false), Decision::Keep),
+            ((cpu, Some(cpu), None, false, false), Decision::Keep),
+            ((cpu, Some(cuda), None, false, false), Decision::Move(cuda)),
+            (
+                (cpu, Some(cuda), Some(true), false, true),
+                Decision::Move(cuda),
+            ),
+            (
+                (cpu, Some(cuda), Some(false), false, false),
+                Decision::Refuse(Refusal::Transfer),
+            ),
+            ((cpu, None, Some(true), false, false), Decision::Copy),
+            ((cpu, None, Some(true), false, true), Decision::Keep),
+            ((cpu, None, None, true, false), Decision::Copy),
+            // a fresh copy with a layout the consumer cannot take is copied again
+            ((cpu, None, Some(true), true, true), Decision::Copy),
+            (
+                (cpu, Some(cpu), Some(false), true, false),
+                Decision::Refuse(Refusal::Copy),
+            ),
+            ((cuda, None, Some(false), false, false), Decision::Keep),
+        ];
+        for ((here, device, copy, needs, fresh), want) in table {
+            assert_eq!(
+                decide(here, device, copy, needs, fresh),
+                want,
+                "{here} {device:?} {copy:?} needs={needs} fresh={fresh}"
+            );
+        }
+    }
 }

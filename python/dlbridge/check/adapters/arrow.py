@@ -30,7 +30,6 @@ def _observe_pa_array(y: Any) -> Observed:
 
 
 class PyArrowLib(Adapter, namespace=PyArrow):
-    rank = 4
     result_modules = ("pyarrow",)
     readonly_results = True
     note = ("producer: pyarrow.Array for 1-D data, pyarrow.Tensor otherwise; consumer: "
@@ -83,7 +82,6 @@ _PANDAS_LACKS = ("bfloat16", "float8", "complex", "bcomplex")  # Arrow has no su
 
 
 class PandasLib(Adapter, namespace=Pandas):
-    rank = 15
     result_modules = ("pandas",)
     takes_kwargs = False
     note = ("producer: 1-D cases a pandas.Series (it offers __arrow_c_stream__ only), 2-D cases "
@@ -182,7 +180,7 @@ class ArrowProducerLib(Adapter):
 
 class NanoarrowLib(ArrowProducerLib):
     name = module = dist = pip = "nanoarrow"
-    rank = 9
+    rank = 15
     lacks = ("bool", "bfloat16", "float16", "float8", "complex", "bcomplex")
 
     def build(self, na, values):
@@ -193,7 +191,7 @@ class Arro3Lib(ArrowProducerLib):
     name = "arro3"
     module = "arro3.core"
     dist = pip = "arro3-core"
-    rank = 10
+    rank = 16
 
     def build(self, a3, values):
         return a3.Array.from_numpy(values)
@@ -201,7 +199,7 @@ class Arro3Lib(ArrowProducerLib):
 
 class PolarsLib(ArrowProducerLib):
     name = module = dist = pip = "polars"
-    rank = 11
+    rank = 17
     note = "Arrow C stream only (no DLPack): producer for dlbridge's Arrow import"
     lacks = ("bfloat16", "float16", "float8", "complex", "bcomplex")
 

@@ -267,11 +267,17 @@ class Adapter:
     takes_kwargs: bool = True
     #: importing the library takes seconds: the checker runs its consumer units in one worker
     slow_import: bool = False
-    #: one line for the reports' list of libraries
+    #: one line for the reports' list of libraries (:meth:`described` adds what dlbridge does
+    #: with the producer's legacy capsules)
     note: str = ""
-    #: the place in the checker's order (reports, ``--libraries`` runs): the adapters of the
-    #: first release hold 1 to 18; a new one keeps this default and comes after them, by name
-    #: (the built-in ones always last)
+    #: the producer exports legacy (unversioned) DLPack capsules, which cannot carry the
+    #: read-only flag: dlbridge imports them writable only for the packages of its published
+    #: table (``dlbridge._native._LEGACY_CAPSULES_WRITABLE``)
+    legacy_capsules: bool = False
+    #: the place in the checker's order (reports, ``--libraries`` runs): the namespace's
+    #: ``rank`` for an adapter with one (one order for ``convert``'s list and the checker's);
+    #: the others set their own, and a new one keeps this default and comes after them, by
+    #: name (the built-in ones always last)
     rank: int = 100
     #: top-level modules of the types of the arrays that :meth:`read_result` reads (a consumer
     #: may return another library's array: results are read by their type, not by who made them)
@@ -281,10 +287,25 @@ class Adapter:
         super().__init_subclass__(**kw)
         if namespace is not None:  # strings only: the adapter keeps no way to ask the planner
             cls.name, cls.module, cls.pip = namespace.name, namespace.module, namespace.pip
+            cls.rank = namespace.rank
             cls.dist = namespace.pip.split()[0].split("[")[0]  # "jax[cpu]": the "jax" wheel
 
     def __init__(self) -> None:
         self._mod: Any = None
+
+    def described(self) -> str:
+        """The note, with the legacy-capsule clause generated from dlbridge's published table
+        (never written by hand, so it cannot go stale when the table changes)."""
+        if not self.legacy_capsules:
+            return self.note
+        from ..._native import _LEGACY_CAPSULES_WRITABLE
+
+        package = self.module.split(".")[0]
+        if package in _LEGACY_CAPSULES_WRITABLE:
+            clause = "its legacy capsules import writable (dlbridge knows its arrays' memory)"
+        else:
+            clause = "its legacy capsules import read-only (dlbridge's rule for unknown packages)"
+        return f"{self.note}; {clause}" if self.note else clause
 
     # discovery
     def installed(self) -> bool:
@@ -311,6 +332,17 @@ class Adapter:
 
     def setup(self) -> None:
         """Called once after the first import."""
+
+    #: the cases' modes this library's own state makes (a torch tensor's conjugate bit...),
+    #: built by :meth:`in_mode`; the consumer receives the array as it is
+    modes: frozenset[str] = frozenset()
+    #: of :attr:`modes`, those whose array is made afresh for each unit (an exchange changes it)
+    fresh_modes: frozenset[str] = frozenset()
+
+    def in_mode(self, mode: str, x: Any, ref: np.ndarray) -> tuple[Any, np.ndarray]:
+        """The array ``x`` (made by :meth:`make` from ``ref``) in the state ``mode`` of
+        :attr:`modes` names, and the values a consumer must see."""
+        raise Unsupported(f"{self.name} has no mode {mode}")
 
     # producer side
     def make(self, recipe: Recipe, ref: np.ndarray) -> Any:

@@ -16,7 +16,6 @@ class CupyLib(Adapter, namespace=CuPy):
     discovery runs a device probe in a subprocess and reports the library as not installed, with
     the reason, when the probe fails."""
 
-    rank = 16
     result_modules = ("cupy",)
     devices = frozenset({2})
     dists = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")

@@ -11,7 +11,6 @@ from .base import Adapter, Observed, Unsupported, dlpack_device
 
 
 class JaxLib(Adapter, namespace=Jax):
-    rank = 3
     result_modules = ("jax", "jaxlib")
     readonly_results = True
     note = "run with jax_enable_x64=True so that 64-bit dtypes exist"

@@ -11,12 +11,11 @@ from .base import Adapter, Observed, Unsupported, det_values, observe_capsule_of
 
 
 class MlxLib(Adapter, namespace=Mlx):
-    rank = 13
     result_modules = ("mlx",)
+    legacy_capsules = True
     note = (
-        "mlx.core.array on the CPU: exports legacy capsules only (writable memory, imported "
-        "read-only by dlbridge's rule); consumer: mx.from_dlpack(x, copy=), which always copies "
-        "CPU data and has no device="
+        "mlx.core.array on the CPU: exports legacy capsules only; consumer: "
+        "mx.from_dlpack(x, copy=), which always copies CPU data and has no device="
     )
 
     @staticmethod

@@ -11,7 +11,6 @@ from .base import Adapter, Observed, Unsupported, observe_numpy, reference
 
 
 class NumPyLib(Adapter, namespace=NumPy):
-    rank = 1
     readonly_results = True
 
     def make(self, recipe, ref):
@@ -36,7 +35,6 @@ class NumPyLib(Adapter, namespace=NumPy):
 
 
 class ArrayApiStrictLib(Adapter, namespace=ArrayApiStrict):
-    rank = 6
     result_modules = ("array_api_strict",)
     readonly_results = True
 

@@ -22,7 +22,6 @@ def _steps(recipe: Recipe) -> list[int]:
 
 
 class PaddleLib(Adapter, namespace=Paddle):
-    rank = 12
     result_modules = ("paddle",)
     slow_import = True  # about 3 s
     note = ("paddle.Tensor (CPU); consumer: paddle.from_dlpack(x, device=, copy=), which asks for "

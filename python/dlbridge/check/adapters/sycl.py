@@ -11,7 +11,6 @@ from .base import Adapter, Observed, Unsupported, det_values, dlpack_device
 
 
 class DpnpLib(Adapter, namespace=Dpnp):
-    rank = 5
     result_modules = ("dpnp", "dpctl")
     readonly_results = True
     devices = frozenset({1, 14})

@@ -12,7 +12,6 @@ from .base import Adapter, Observed, Unsupported, from_capsule_info
 
 
 class TensorFlowLib(Adapter, namespace=TensorFlow):
-    rank = 8
     result_modules = ("tensorflow",)
     readonly_results = True
     takes_kwargs = False
@@ -45,11 +44,16 @@ class TensorFlowLib(Adapter, namespace=TensorFlow):
             raise Unsupported(f"tensorflow has no dtype {recipe.dtype}") from e
         return tf.constant(np.array(ref, copy=True, order="C"), dtype=dt)
 
-    def make_in_gpu_scope(self, ref):
-        """C31: a tensor created under a GPU device scope (placed on the CPU without a GPU)."""
+    modes = frozenset({"tf_gpu_scope"})
+
+    def in_mode(self, mode, x, ref):
+        """``tf_gpu_scope`` (C31): a tensor created under a GPU device scope (placed on the CPU
+        without a GPU)."""
+        if mode != "tf_gpu_scope":
+            return super().in_mode(mode, x, ref)
         tf = self.load()
         with tf.device("/GPU:0"):
-            return tf.constant(np.array(ref, copy=True, order="C"))
+            return tf.constant(np.array(ref, copy=True, order="C")), ref
 
     def src_readonly(self, x):
         return True  # immutable

@@ -20,8 +20,18 @@ def _torch_dtype(torch: Any, name: str) -> Any:
 
 
 class TorchLib(Adapter, namespace=Torch):
-    rank = 2
     result_modules = ("torch",)
+    modes = frozenset({"torch_conj", "torch_grad"})
+    fresh_modes = frozenset({"torch_grad"})
+
+    def in_mode(self, mode, x, ref):
+        """``torch_conj``: the conjugate view (its conjugate bit set); ``torch_grad``: a tensor
+        that requires grad."""
+        if mode == "torch_conj":
+            return x.conj(), np.conj(ref)
+        if mode == "torch_grad":
+            return x.clone().requires_grad_(True), ref
+        return super().in_mode(mode, x, ref)
 
     @staticmethod
     def read_result(y: Any) -> Observed:

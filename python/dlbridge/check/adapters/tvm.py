@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 
-from ...namespaces.base import HOST_TYPES
 from ...namespaces.tvm import TvmFfi
 from .. import refcapsule as rc
 from .base import Adapter, Observed, Unsupported, dlpack_device, from_capsule_info
@@ -26,7 +25,6 @@ def _device_values(y: Any) -> np.ndarray | None:
 
 
 class TvmFfiLib(Adapter, namespace=TvmFfi):
-    rank = 7
     result_modules = ("tvm_ffi",)
     takes_kwargs = False
     devices = frozenset({1, 2, 3, 4, 7, 8, 10, 13, 14})
@@ -35,7 +33,7 @@ class TvmFfiLib(Adapter, namespace=TvmFfi):
     def read_result(y: Any) -> Observed:
         obs = Observed(kind="tvm_ffi.Tensor")
         dev = dlpack_device(y)
-        if dev is not None and dev[0] not in HOST_TYPES:
+        if dev is not None and not rc.host_readable(dev):
             info = rc.probe(y)
             if info is None:
                 raise BufferError("cannot read the tensor's capsule")

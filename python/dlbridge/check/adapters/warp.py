@@ -11,13 +11,12 @@ from .base import Adapter, Observed, Unsupported, observe_capsule_of
 
 
 class WarpLib(Adapter, namespace=Warp):
-    rank = 14
     result_modules = ("warp",)
     takes_kwargs = False
-    note = ("warp.array on its CPU device: __dlpack__(stream=) only, legacy capsules of writable "
-            "memory (imported read-only by dlbridge's rule); consumer: wp.from_dlpack(x), no "
-            "device= / copy=; producer: plain cases are Warp's own allocations, views are "
-            "wp.from_dlpack of the NumPy reference")
+    legacy_capsules = True
+    note = ("warp.array on its CPU device: __dlpack__(stream=) only, legacy capsules; consumer: "
+            "wp.from_dlpack(x), no device= / copy=; producer: plain cases are Warp's own "
+            "allocations, views are wp.from_dlpack of the NumPy reference")
 
     @staticmethod
     def read_result(y: Any) -> Observed:

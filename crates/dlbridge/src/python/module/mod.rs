@@ -8,10 +8,11 @@
 //! (Python types are per binary) with the same behaviour, and instances of one are imported by
 //! the other through DLPack like any other producer's.
 
+mod arguments;
 mod arrow;
 mod contention;
-mod convert;
 mod exchange;
+mod fallbacks;
 mod fastcall;
 mod numpy;
 mod processes;
@@ -25,11 +26,9 @@ use pyo3::prelude::*;
 use crate::Device;
 use crate::python::import;
 
-pub use convert::{HostTensor, Import, WritableTensor};
+pub use arguments::{HostTensor, Import, WritableTensor};
 pub use tensor::PyTensor;
 pub(super) use types::{PyDType, PyDevice};
-
-use tensor::import_object;
 
 /// `dlbridge.from_dlpack`: import any array-like as a Tensor, zero-copy when possible
 /// (installed as a raw fastcall function by [`fastcall`]).
@@ -41,7 +40,7 @@ fn from_dlpack<'py>(
     if let Some(t) = exact::<PyTensor>(x) {
         return tensor::reimported(t, device, copy);
     }
-    Bound::new(x.py(), import_object(x, device, copy)?)
+    Bound::new(x.py(), tensor::import_object(x, device, copy)?)
 }
 
 /// `obj` as a `T` when its type is exactly `T`'s. Unlike `cast_exact`, a miss makes no error
@@ -60,6 +59,34 @@ fn instance<'a, 'py, T: PyTypeInfo>(obj: &'a Bound<'py, PyAny>) -> Option<&'a Bo
     obj.is_instance_of::<T>()
         .then(|| obj.cast::<T>().ok())
         .flatten()
+}
+
+/// `_native._copy_decision(here, device, copy, needs, fresh)`: [`import::decide`], the copy
+/// and device rule of `from_dlpack`, asked by the planner of `convert` (which words its own
+/// refusals): `"keep"`, `"copy"`, `"move"`, `"refuse transfer"` or `"refuse copy"`. `here`
+/// and `device` may be None (no device asked: where the data is does not matter).
+#[pyfunction]
+fn _copy_decision(
+    here: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    copy: Option<bool>,
+    needs: bool,
+    fresh: bool,
+) -> PyResult<&'static str> {
+    let parse = |d: Option<&Bound<'_, PyAny>>| {
+        d.filter(|d| !d.is_none())
+            .map(types::parse_device)
+            .transpose()
+    };
+    let device = parse(device)?;
+    let here = parse(here)?.or(device).unwrap_or(Device::CPU);
+    Ok(match import::decide(here, device, copy, needs, fresh) {
+        import::Decision::Keep => "keep",
+        import::Decision::Copy => "copy",
+        import::Decision::Move(_) => "move",
+        import::Decision::Refuse(import::Refusal::Transfer) => "refuse transfer",
+        import::Decision::Refuse(import::Refusal::Copy) => "refuse copy",
+    })
 }
 
 /// Copy the elements of `src` into the existing, writable tensor `dst` (`numpy.copyto`
@@ -84,7 +111,9 @@ fn copyto(dst: &Bound<'_, PyTensor>, src: &Bound<'_, PyAny>) -> PyResult<()> {
 /// functions `from_dlpack`, `copyto`,
 /// `from_arrow`, `to_numpy` and `to_shared` (with the reconstructors pickles name), and
 /// `DLPACK_VERSION` (the highest DLPack version exported) and `_LEGACY_CAPSULES_WRITABLE` (the
-/// packages whose legacy capsules import writable, for the checker) to the module `m`.
+/// packages whose legacy capsules import writable, for the checker) to the module `m`, and
+/// `_register_fallbacks`, through which the dlbridge Python package hands over its Python
+/// fallbacks at import, and `_copy_decision`, the copy and device rule for the planner.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add(
         "DLPACK_VERSION",
@@ -116,5 +145,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     contention::add_function(m, wrap_pyfunction!(processes::_shared_handle, m)?)?;
     contention::add_function(m, wrap_pyfunction!(processes::_map_shared, m)?)?;
     contention::add_function(m, wrap_pyfunction!(processes::_open_cuda_ipc, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(fallbacks::_register_fallbacks, m)?)?;
+    contention::add_function(m, wrap_pyfunction!(_copy_decision, m)?)?;
     Ok(())
 }

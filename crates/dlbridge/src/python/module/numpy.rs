@@ -1,5 +1,5 @@
 //! `dlbridge.to_numpy`: NumPy arrays built directly with NumPy's C API, falling back to the
-//! Python implementation (`dlbridge.host._to_numpy_general`) for everything else.
+//! Python implementation the dlbridge package registered ([`fallbacks`]) for everything else.
 
 use pyo3::exceptions::PyImportError;
 use pyo3::intern;
@@ -10,6 +10,7 @@ use pyo3::types::{PyBool, PyDict, PyModule};
 use crate::python::{capsule, import, numpy_api::Api, pandas, protocols};
 use crate::{Device, Tensor};
 
+use super::fallbacks;
 use super::tensor::PyTensor;
 
 /// A host NumPy array with the values of ``x``, from any library on any device.
@@ -32,9 +33,8 @@ pub(super) fn to_numpy<'py>(
         Route::Done(array) => return Ok(array),
         Route::General(source) => source,
     };
-    static GENERAL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let py = x.py();
-    let general = GENERAL.import(py, "dlbridge.host", "_to_numpy_general")?;
+    let general = fallbacks::to_numpy(py)?;
     let kwargs = PyDict::new(py);
     kwargs.set_item(intern!(py, "copy"), copy)?;
     general.call((source,), Some(&kwargs))

@@ -7,17 +7,17 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyComplex, PyDict, PyInt, PyList, PyTuple};
 
 use crate::export::Flavor;
 use crate::python::raised::SavedException;
 use crate::python::{
-    array_interface, arrow, buffer, capsule, cuda_array_interface, import, pickle, protocols,
+    array_interface, arrow, buffer, capsule, cuda_array_interface, import, pickle,
 };
 use crate::{DType, Device, DeviceType, Order, Tensor, TypeCode, cuda};
 
 use super::exchange::API;
+use super::fallbacks;
 use super::pyarrow::{CapsuleImport, dlpack_route, pyarrow};
 use super::types::{PyDType, PyDevice, parse_device, parse_dtype};
 
@@ -72,47 +72,31 @@ pub(super) fn cell_names(names: &DimNames) -> Option<&[String]> {
     names.as_deref().and_then(|n| n.get(1..))
 }
 
-/// Import `x` like `from_dlpack`; an Arrow `fixed_shape_tensor`'s dimension names are kept.
+/// Import `x` like `from_dlpack` ([`import::import_object`]), as this class, with an Arrow
+/// `fixed_shape_tensor`'s dimension names.
 pub(super) fn import_object(
     x: &Bound<'_, PyAny>,
     device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<PyTensor> {
-    let offers = protocols::of(x)?;
-    // The most common inputs in one step each (see `import::direct`).
-    if let Some(tensor) = import::direct(x, &offers, device, copy)? {
-        return Ok(match import::apply_policy(&tensor, device, copy)? {
-            None => PyTensor::of(tensor, None),
-            Some(copied) => PyTensor::of(copied, None),
-        });
-    }
-    // The table and pyarrow's `__dlpack__` were asked already (not asked twice).
-    let rest = protocols::Protocols {
-        exchange: None,
-        pyarrow_primitive: false,
-        ..offers
-    };
-    let (tensor, cell_names) = import::from_object_with(x, Some(rest), device, copy)?;
+    let (tensor, cell_names) = import::import_object(x, device, copy)?;
     Ok(PyTensor::of(tensor, row_and_cell_names(cell_names)))
 }
 
-/// `slf` on `target`: itself when it is already there, else a copy made by dlbridge (host and
-/// CUDA memory, the copy enqueued on `stream`) or by the library that owns the memory
-/// ([`moved_by_library`]).
-/// `from_dlpack(t, device=..., copy=...)` of a dlbridge Tensor `t`: moved as `to_device` moves
-/// it, always copied when `copy=True` asks (`t` is the caller's, so even a fresh copy it holds
-/// is aliased: `IS_COPIED` speaks of the import that made it), else `t` as the import policy
-/// leaves it (`copy=False` refusals, realignment).
+/// `from_dlpack(t, device=..., copy=...)` of a dlbridge Tensor `t`: what [`import::decide`]
+/// decides (moved as `to_device` moves it, copied as `t.copy()` copies it: `t` is the
+/// caller's, so even a fresh copy it holds is aliased, as `IS_COPIED` speaks of the import that
+/// made it), then `t` as the import policy leaves it (its refusals, realignment).
 pub(super) fn reimported<'py>(
     t: &Bound<'py, PyTensor>,
     device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    let here = t.get().0.device();
-    let t = match device {
-        Some(target) if target != here && copy != Some(false) => moved_to(t, target, None)?,
-        _ if copy == Some(true) => return copy_of(t, Order::C),
-        _ => t.clone(),
+    let t = match import::decide(t.get().0.device(), device, copy, false, false) {
+        import::Decision::Move(target) => moved_to(t, target, None)?,
+        import::Decision::Copy => return copy_of(t, Order::C),
+        // A refusal is `apply_policy`'s, with its message.
+        import::Decision::Keep | import::Decision::Refuse(_) => t.clone(),
     };
     match import::apply_policy(&t.get().0, device, copy)? {
         None => Ok(t),
@@ -126,7 +110,7 @@ fn copy_of<'py>(slf: &Bound<'py, PyTensor>, order: Order) -> PyResult<Bound<'py,
     let (tensor, names) = (&slf.get().0, &slf.get().1);
     match copied_where_it_is(tensor, order, cuda::StreamRequest::Default) {
         Ok(copy) => Bound::new(slf.py(), PyTensor::of(copy, names.clone())),
-        Err(err) if order == Order::C && !dlbridge_copies(tensor.device()) => {
+        Err(err) if order == Order::C && !cuda::copies_from(tensor.device()) => {
             let kwargs = PyDict::new(slf.py());
             kwargs.set_item(intern!(slf.py(), "copy"), true)?;
             // The libraries' device copies are C-contiguous (`Namespace.copy_on_device`).
@@ -134,11 +118,6 @@ fn copy_of<'py>(slf: &Bound<'py, PyTensor>, order: Order) -> PyResult<Bound<'py,
         }
         Err(err) => Err(err.into()),
     }
-}
-
-/// Whether dlbridge copies memory of `device` itself: host memory and CUDA memory.
-fn dlbridge_copies(device: Device) -> bool {
-    device.is_host_accessible() || cuda::route(device, device).is_ok()
 }
 
 /// A fresh C- or F-contiguous copy of `tensor` on its own device: the host copy kernels for
@@ -151,7 +130,7 @@ fn copied_where_it_is(
     stream: cuda::StreamRequest,
 ) -> crate::Result<Tensor> {
     let device = tensor.device();
-    if device.is_host_accessible() || !dlbridge_copies(device) {
+    if device.is_host_accessible() || !cuda::copies_from(device) {
         return tensor.copy(order);
     }
     match order {
@@ -171,9 +150,11 @@ pub(super) fn moved_to<'py>(
     // stream (DLPack's contract); dlbridge hands it to the driver as is.
     let request = unsafe { cuda::transfer_stream(tensor.device(), target, value) }?;
     // Validated first, so that a bad `stream` is refused whether or not a copy is needed.
-    if tensor.device() == target {
+    let import::Decision::Move(target) =
+        import::decide(tensor.device(), Some(target), None, false, false)
+    else {
         return Ok(slf.clone());
-    }
+    };
     let moved = match cuda::to_device(tensor, target, request) {
         Ok(moved) => moved,
         Err(err @ crate::Error::UnsupportedDevice { .. }) => {
@@ -187,21 +168,20 @@ pub(super) fn moved_to<'py>(
 }
 
 /// `t.to_device(target)` and `t.copy()` for memory dlbridge cannot move or copy itself
-/// (oneAPI, ...): `dlbridge.convert(t, "dlbridge", **kwargs)`, so that the array library that
-/// owns such memory makes the copy, found as `to_numpy` finds it (dpnp for oneAPI memory).
-/// `refused` (dlbridge's own error) is raised when the dlbridge package is not there to ask (a
+/// (oneAPI, ...): the dlbridge package's registered copy ([`fallbacks::by_library`]), so that
+/// the array library that owns such memory makes the copy (dpnp for oneAPI memory).
+/// `refused` (dlbridge's own error) is raised when the dlbridge package registered nothing (a
 /// user's extension on its own) or no installed library can, with the reason as its cause.
 fn made_by_library<'py>(
     slf: &Bound<'py, PyTensor>,
     kwargs: &Bound<'py, PyDict>,
     refused: PyErr,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    static CONVERT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let py = slf.py();
-    let Ok(convert) = CONVERT.import(py, "dlbridge.convert", "convert") else {
+    let Some(copy) = fallbacks::by_library(py) else {
         return Err(refused);
     };
-    match convert.call((slf, intern!(py, "dlbridge")), Some(kwargs)) {
+    match copy.call((slf,), Some(kwargs)) {
         // The package's own Tensor type; another extension's Tensor is imported like any array.
         Ok(moved) => match moved.cast_into_exact::<PyTensor>() {
             Ok(moved) => Ok(moved),
@@ -379,7 +359,7 @@ impl PyTensor {
                 }
                 Err(err) => return Err(err.into()),
             }
-        } else if (copy == Some(true) || copy_for_legacy) && dlbridge_copies(own) {
+        } else if (copy == Some(true) || copy_for_legacy) && cuda::copies_from(own) {
             copied_where_it_is(tensor, Order::C, request)?.export_owned(flavor)?
         } else if copy == Some(true) || copy_for_legacy {
             // Memory dlbridge cannot copy itself (oneAPI...): the owning library's copy.

@@ -336,6 +336,22 @@ impl PyDevice {
             .name()
             .map_or_else(|| format!("device{}", self.0.kind.0), str::to_owned)
     }
+    /// True when the host CPU reads and writes the memory directly (plain, pinned and managed
+    /// host memory).
+    #[getter]
+    fn is_host_accessible(&self) -> bool {
+        self.0.is_host_accessible()
+    }
+    /// True when dlbridge copies data out of this device's memory itself.
+    #[getter]
+    fn dlbridge_copies_from(&self) -> bool {
+        crate::cuda::copies_from(self.0)
+    }
+    /// True when dlbridge makes copies on this device itself.
+    #[getter]
+    fn dlbridge_copies_to(&self) -> bool {
+        crate::cuda::copies_to(self.0)
+    }
     fn __dlpack_device__(&self) -> (i32, i32) {
         (self.0.kind.0, self.0.id)
     }

@@ -13,7 +13,7 @@ use crate::python::{import, numpy_api};
 use crate::tensor::Tensor;
 
 use super::fastcall;
-use super::tensor::{PyTensor, import_object};
+use super::tensor::PyTensor;
 
 impl<'a, 'py> FromPyObject<'a, 'py> for Tensor {
     type Error = PyErr;
@@ -33,7 +33,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Tensor {
         if let Some(t) = super::exact::<PyTensor>(&obj) {
             return Ok(t.get().tensor().clone());
         }
-        Ok(import_object(&obj, None, None)?.tensor().clone())
+        Ok(import::import_object(&obj, None, None)?.0)
     }
 }
 
@@ -91,7 +91,7 @@ impl Import {
         let imported = if let Some(t) = super::exact::<PyTensor>(obj) {
             super::tensor::reimported(t, self.device, copy).map(|t| t.get().tensor().clone())
         } else {
-            import_object(obj, self.device, copy).map(|t| t.tensor().clone())
+            import::import_object(obj, self.device, copy).map(|(t, _)| t)
         };
         let tensor = match imported {
             Err(e) if self.writable && e.is_instance_of::<PyBufferError>(obj.py()) => {
