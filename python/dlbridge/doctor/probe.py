@@ -5,8 +5,9 @@ checker's reference producer and consumer, both ways.
 The imports run first, in parallel, each timed in its own process (in processor time). The live
 cases then run for the libraries that import within :data:`LIVE_IMPORT_SECONDS`: the checker
 imports each library again in its workers, and the few libraries that take seconds to import
-(TensorFlow, Paddle) would cost the probe more than all the others together. The report names the libraries left
-out and how long each import took; ``python -m dlbridge check`` runs every pair.
+(TensorFlow, Paddle) would cost the probe more than all the others together. The report names
+the libraries left out and how long each import took; ``python -m dlbridge check`` runs every
+pair.
 
 The checker is reached only through its public entry point (``dlbridge.check.run_check``), so
 the doctor says so, and goes on, when the checker is not importable here.
