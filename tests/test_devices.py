@@ -75,7 +75,16 @@ def test_tensor_copy_of_oneapi_memory_is_the_owning_librarys_copy(sycl):
     t = dlbridge.from_dlpack(x)
     for c in (t.copy(), dlbridge.from_dlpack(t, copy=True), dlbridge.from_dlpack(x.T).contiguous()):
         assert c.device == "oneapi:0" and c.data_ptr != t.data_ptr and c.is_c_contiguous
+        # a copy the library made is a copy like dlbridge's own: flagged, writable
+        assert c.is_copied and not c.readonly
     assert dpnp.asnumpy(dpnp.from_dlpack(t.copy())).tolist() == dpnp.asnumpy(x).tolist()
+    # and its export says so: IS_COPIED on __dlpack__(copy=True) and on a move to the host
+    from dlpack_ctypes import FLAG_IS_COPIED, inspect_capsule
+
+    for kw in ({"copy": True}, {"dl_device": (1, 0)}):
+        info = inspect_capsule(t.__dlpack__(max_version=(1, 3), **kw))
+        assert info["flags"] & FLAG_IS_COPIED, kw
+    assert t.to_device("cpu").is_copied
     # An F-order copy is not asked of the library: refused with the way to the host.
     with pytest.raises(BufferError, match='device="cpu"'):
         t.copy("F")

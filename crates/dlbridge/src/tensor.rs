@@ -413,6 +413,15 @@ impl Tensor {
         Ok(view)
     }
 
+    /// The tensor of fresh memory that an array library copied for dlbridge (memory dlbridge
+    /// cannot copy itself): marked `is_copied` and writable, as dlbridge's own copies are, since
+    /// nothing else aliases it.
+    pub(crate) fn into_copied(mut self) -> Self {
+        self.is_copied = true;
+        self.readonly = false;
+        self
+    }
+
     /// A copy that no one else aliases (`is_copied`) made writable: the consumer of a fresh
     /// copy owns it alone, whatever the source's read-only status was. Other tensors are
     /// returned unchanged.

@@ -59,7 +59,8 @@ def _signame(rc: int) -> str:
 
 
 def _crash_fault(
-    stage: str, route: str, producer: str, consumer: str, direct_status: str | None
+    stage: str, route: str, producer: str, consumer: str, direct_status: str | None,
+    direct_checks: list[str],
 ) -> str:
     if stage in ("make",) or stage.startswith("import"):
         return "producer" if stage == "make" else "peers"
@@ -68,7 +69,12 @@ def _crash_fault(
     if route == "dlbridge" and stage.startswith(("consumer", "inspect")):
         if consumer == "dlpack-ref":
             return "dlbridge"
-        return "consumer" if direct_status in ("crash", "timeout") else "dlbridge"
+        # a consumer that crashes on the direct exchange too, or that called the deleter of a
+        # capsule it refused (a double free: memory is corrupted, and the crash comes wherever
+        # it lands), crashes on dlbridge's capsule for reasons of its own
+        if direct_status in ("crash", "timeout") or "deleter" in direct_checks:
+            return "consumer"
+        return "dlbridge"
     if consumer == "dlpack-ref":
         return "producer"
     if producer == "dlpack-ref":
@@ -229,7 +235,7 @@ class Batch:
             current = remaining[0]
         idx = pending[current]
         p, c, case, route = self.units[idx]
-        direct_status = self.direct.get(f"{p}|{c}|{case}", {}).get("status")
+        direct = self.direct.get(f"{p}|{c}|{case}", {})
         if hang:
             status = "timeout"
             detail = f"no answer within {self.timeout:.0f} s during {stage}"
@@ -238,7 +244,7 @@ class Batch:
             detail = (
                 f"the process died ({_signame(rc) if rc is not None else 'unknown'}) during {stage}"
             )
-        fault = _crash_fault(stage, route, p, c, direct_status)
+        fault = _crash_fault(stage, route, p, c, direct.get("status"), direct.get("checks", []))
         r = {
             "status": status,
             "detail": detail + (f" (stderr: {tail_txt})" if tail_txt and not hang else ""),

@@ -1200,6 +1200,7 @@ def run_unit(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
                 extra = f"deleter {what} (C9/C17/C19)"
                 if r["status"] in (FAIL, ERROR):
                     r["detail"] += "; " + extra
+                    r["checks"] = [*(r.get("checks") or [r["check"]]), "deleter"]
                 else:
                     r = result(
                         FAIL,

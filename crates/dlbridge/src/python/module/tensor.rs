@@ -104,12 +104,19 @@ pub(super) fn reimported<'py>(
     }
 }
 
-/// `t.copy(order)`: [`copied_where_it_is`]; memory dlbridge cannot copy itself (oneAPI...) is
-/// copied in C order by the library that owns it, as [`moved_to`] moves such memory.
+/// `t.copy(order)`: [`copied`], as a Tensor object.
 fn copy_of<'py>(slf: &Bound<'py, PyTensor>, order: Order) -> PyResult<Bound<'py, PyTensor>> {
+    let (copy, names) = copied(slf, order)?;
+    Bound::new(slf.py(), PyTensor::of(copy, names))
+}
+
+/// A copy of `slf`'s tensor: [`copied_where_it_is`]; memory dlbridge cannot copy itself
+/// (oneAPI...) is copied in C order by the library that owns it, as [`moved_to`] moves such
+/// memory.
+fn copied(slf: &Bound<'_, PyTensor>, order: Order) -> PyResult<(Tensor, DimNames)> {
     let (tensor, names) = (&slf.get().0, &slf.get().1);
     match copied_where_it_is(tensor, order, cuda::StreamRequest::Default) {
-        Ok(copy) => Bound::new(slf.py(), PyTensor::of(copy, names.clone())),
+        Ok(copy) => Ok((copy, names.clone())),
         Err(err) if order == Order::C && !cuda::copies_from(tensor.device()) => {
             let kwargs = PyDict::new(slf.py());
             kwargs.set_item(intern!(slf.py(), "copy"), true)?;
@@ -160,7 +167,8 @@ pub(super) fn moved_to<'py>(
         Err(err @ crate::Error::UnsupportedDevice { .. }) => {
             let kwargs = PyDict::new(slf.py());
             kwargs.set_item(intern!(slf.py(), "device"), PyDevice(target))?;
-            return made_by_library(slf, &kwargs, err.into());
+            let (moved, names) = made_by_library(slf, &kwargs, err.into())?;
+            return Bound::new(slf.py(), PyTensor::of(moved, names));
         }
         Err(err) => return Err(err.into()),
     };
@@ -176,17 +184,26 @@ fn made_by_library<'py>(
     slf: &Bound<'py, PyTensor>,
     kwargs: &Bound<'py, PyDict>,
     refused: PyErr,
-) -> PyResult<Bound<'py, PyTensor>> {
+) -> PyResult<(Tensor, DimNames)> {
     let py = slf.py();
     let Some(copy) = fallbacks::by_library(py) else {
         return Err(refused);
     };
     match copy.call((slf,), Some(kwargs)) {
-        // The package's own Tensor type; another extension's Tensor is imported like any array.
-        Ok(moved) => match moved.cast_into_exact::<PyTensor>() {
-            Ok(moved) => Ok(moved),
-            Err(other) => Bound::new(py, import_object(other.into_inner().as_any(), None, None)?),
-        },
+        Ok(made) => {
+            // The package's own Tensor type; another extension's Tensor is imported like any
+            // array.
+            let (tensor, names) = match made.cast_into_exact::<PyTensor>() {
+                Ok(made) => (Tensor::clone(&made.get().0), made.get().1.clone()),
+                Err(other) => {
+                    let made = import_object(other.into_inner().as_any(), None, None)?;
+                    (Tensor::clone(&made.0), made.1.clone())
+                }
+            };
+            // The library made fresh memory for this call alone: a copy, as dlbridge's are
+            // (the object that held it is gone, so an export can claim `IS_COPIED`).
+            Ok((tensor.into_copied(), names))
+        }
         Err(why) => {
             refused.set_cause(py, Some(why));
             Err(refused)
@@ -353,9 +370,8 @@ impl PyTensor {
                     let kwargs = PyDict::new(py);
                     kwargs.set_item(intern!(py, "device"), PyDevice(target))?;
                     made_by_library(slf, &kwargs, err.into())?
-                        .get()
                         .0
-                        .export(flavor)?
+                        .export_owned(flavor)?
                 }
                 Err(err) => return Err(err.into()),
             }
@@ -363,7 +379,7 @@ impl PyTensor {
             copied_where_it_is(tensor, Order::C, request)?.export_owned(flavor)?
         } else if copy == Some(true) || copy_for_legacy {
             // Memory dlbridge cannot copy itself (oneAPI...): the owning library's copy.
-            copy_of(slf, Order::C)?.get().0.export(flavor)?
+            copied(slf, Order::C)?.0.export_owned(flavor)?
         } else {
             cuda::order_for_consumer(tensor, request)?;
             tensor.export(flavor)?
