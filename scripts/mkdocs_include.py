@@ -7,7 +7,7 @@ shows:
     <!-- end include -->
 
 On the site the lines between the comments become the file's text; ``include-code:`` puts it
-in a ``text`` code block. Paths are relative to the repository root; a missing file fails the
+in a code block, highlighted by its extension (``.py``, ``.toml``; anything else as text). Paths are relative to the repository root; a missing file fails the
 build."""
 
 from __future__ import annotations
@@ -20,9 +20,15 @@ REPO = Path(__file__).resolve().parent.parent
 INCLUDE = re.compile(r"^<!-- include(-code)?: (\S+) -->\n.*?^<!-- end include -->$", re.M | re.S)
 
 
+LANGUAGES = {".py": "python", ".toml": "toml"}
+
+
 def _included(match: re.Match[str]) -> str:
-    text = (REPO / match.group(2)).read_text(encoding="utf-8").rstrip()
-    return f"```text\n{text}\n```" if match.group(1) else text
+    path = REPO / match.group(2)
+    text = path.read_text(encoding="utf-8").rstrip()
+    if not match.group(1):
+        return text
+    return f"```{LANGUAGES.get(path.suffix, 'text')}\n{text}\n```"
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
