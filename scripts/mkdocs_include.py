@@ -7,8 +7,8 @@ shows:
     <!-- end include -->
 
 On the site the lines between the comments become the file's text; ``include-code:`` puts it
-in a code block, highlighted by its extension (``.py``, ``.toml``; anything else as text). Paths are relative to the repository root; a missing file fails the
-build."""
+in a code block, highlighted by its extension (``.py``, ``.toml``; anything else as text).
+Paths are relative to the repository root; a missing file fails the build."""
 
 from __future__ import annotations
 

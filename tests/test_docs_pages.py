@@ -35,11 +35,13 @@ def test_no_raw_include_directive(page):
 def test_the_include_hook_puts_the_file_in_the_page():
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("mkdocs_include", REPO / "scripts" / "mkdocs_include.py")
+    path = REPO / "scripts" / "mkdocs_include.py"
+    spec = importlib.util.spec_from_file_location("mkdocs_include", path)
     assert spec and spec.loader
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
-    page = "before\n<!-- include-code: pyproject.toml -->\n[a link](x)\n<!-- end include -->\nafter\n"
+    page = ("before\n<!-- include-code: pyproject.toml -->\n[a link](x)\n"
+            "<!-- end include -->\nafter\n")
     out = hook.on_page_markdown(page)
     toml = (REPO / "pyproject.toml").read_text(encoding="utf-8").rstrip()
     assert out == f"before\n```toml\n{toml}\n```\nafter\n"
