@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import dlbridge
-from dlpack_ctypes import FakeManagedTensor, FakeProducer
+from dlpack_ctypes import FakeManagedTensor
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "docs" / "errors.md"
@@ -96,6 +96,11 @@ def _torch_nested() -> Any:
         return torch.nested.nested_tensor([torch.ones(1), torch.ones(2)])
 
 
+class _NotACapsule(_Refuses):
+    def __dlpack__(self, **_: Any) -> Any:
+        return 42
+
+
 class _Dtype:
     def __dlpack_data_type__(self) -> Any:
         return "float32"
@@ -113,7 +118,7 @@ RAISE: dict[str, Callable[[], Any]] = {
             max_version=(1, 0)),
     "unsupported element format …":
         lambda: dlbridge.from_dlpack(memoryview(np.zeros(2, dtype="U1"))),
-    "the Arrow array (format …) has … null value(s)":
+    "the Arrow array (format …) has … null …, which DLPack cannot represent":
         lambda: dlbridge.from_dlpack(_pa().array([1.0, None])),
     "… has non-native byte order":
         lambda: dlbridge.from_dlpack(memoryview(np.arange(3.0).astype(
@@ -133,9 +138,9 @@ RAISE: dict[str, Callable[[], Any]] = {
         lambda: dlbridge.from_dlpack(_torch().tensor([1.0])._neg_view()),
     "the torch tensor is sparse_coo, which DLPack cannot describe":
         lambda: dlbridge.from_dlpack(_torch().sparse_coo_tensor([[1]], [5.0], size=(3,))),
-    "the torch tensor is nested, which DLPack cannot describe":
+    "the torch tensor is nested …, which DLPack cannot describe":
         lambda: dlbridge.from_dlpack(_torch_nested()),
-    "the torch tensor is quantized, which DLPack cannot describe":
+    "the torch tensor is quantized …, which DLPack cannot describe":
         lambda: dlbridge.from_dlpack(_torch().quantize_per_tensor(
             _torch().tensor([1.0]), 0.5, 0, _torch().qint8)),
     "the torch tensor is on the meta device (it has no data), which DLPack cannot describe":
@@ -154,7 +159,7 @@ RAISE: dict[str, Callable[[], Any]] = {
     "from_arrow needs an object with the Arrow PyCapsule interface":
         lambda: dlbridge.from_arrow([1, 2]),
     "expected a DLPack capsule, got an object of type …":
-        lambda: dlbridge.from_dlpack(FakeProducer(lambda **_: 42)),
+        lambda: dlbridge.from_dlpack(_NotACapsule()),
     "stream must be None or an int":
         lambda: dlbridge.from_dlpack(np.arange(2.0)).__dlpack__(stream="default"),
     "fill_null must be a bool, an int or a float":
@@ -177,7 +182,7 @@ RAISE: dict[str, Callable[[], Any]] = {
     "max_version must be a (major, minor) tuple":
         lambda: dlbridge.from_dlpack(np.arange(2.0)).__dlpack__(max_version=1),
     "unknown dtype name …": lambda: dlbridge.DType("float33"),
-    "… __dlpack_data_type__() gave …": lambda: dlbridge.DType(_Dtype()),
+    "….__dlpack_data_type__() gave …": lambda: dlbridge.DType(_Dtype()),
     "… has no DLPack dtype that dlbridge knows": lambda: dlbridge.DType(np.dtype("U1")),
     "… is not in native byte order":
         lambda: dlbridge.DType(np.dtype(">f8" if np.little_endian else "<f8")),
@@ -193,7 +198,7 @@ RAISE: dict[str, Callable[[], Any]] = {
 
 def _other_capsule() -> Any:
     """A capsule of another kind than DLPack's: one of PyArrow's schema capsules."""
-    return _pa().array([1.0]).__arrow_c_schema__()
+    return _pa().float64().__arrow_c_schema__()
 
 
 #: quotes this machine cannot raise: the beginning of a message in dlbridge's source instead
