@@ -16,7 +16,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PAGES = sorted((REPO / "docs").rglob("*.md"))
-MARKER = re.compile(r"new in the next release", re.I)
+MARKER = re.compile(r"new in the\s+next release", re.I)
 
 
 def _ids(paths: list[Path]) -> list[str]:
