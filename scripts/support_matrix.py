@@ -63,14 +63,17 @@ def page(snap: dict) -> str:
     producers = list(dict.fromkeys(p["producer"] for p in snap["pairs"]))
     consumers = list(dict.fromkeys(p["consumer"] for p in snap["pairs"]))
     by_pair = {(p["producer"], p["consumer"]): p for p in snap["pairs"]}
+    absent = ", ".join(f"`{entry}`" for entry in snap["not_installed"])
     out = [
         "# Support matrix",
         "",
         "Which array libraries exchange arrays correctly with which, as the main job (the",
         "[conformance checker](checker.md), `python -m dlbridge check`) found them on the test",
-        f"machine: dlbridge {snap['dlbridge_version']}, {snap['interpreter']}, {snap['platform']},",
-        f"{snap['cases']} cases. `python scripts/support_matrix.py REPORT.json` regenerates this",
-        "page from a run's JSON report; the tests fail when it is stale.",
+        f"machine: dlbridge {snap['dlbridge_version']}, {snap['interpreter']},",
+        f"{snap['platform']}, {snap['cases']} cases.",
+        "`python scripts/support_matrix.py REPORT.json` regenerates this page from the JSON",
+        "report of a run; the tests fail when the page is stale. Who is to blame for each case",
+        "that does not work, and the way out, is in the checker's report of your own run.",
         "",
         "## Versions tested",
         "",
@@ -78,8 +81,8 @@ def page(snap: dict) -> str:
         "|---|---|",
         *(f"| `{name}` | {version} |" for name, version in snap["libraries"].items()),
         "",
-        "Not installed on the test machine, so not in the tables: "
-        + ", ".join(snap["not_installed"]) + ".",
+        f"Not installed on the test machine, so not in the tables: {absent}." if absent
+        else "Every library the checker knows was installed on the test machine.",
         "",
     ]
     for route, title, how in (
@@ -89,9 +92,10 @@ def page(snap: dict) -> str:
         out += [
             f"## {title}",
             "",
-            f"{how}. Rows produce, columns consume; a cell is the cases that work out of those",
-            "that ran (`✓ N`: all N), not counting the `unsupported` ones (refusals the",
-            "specifications allow). The cases that do not work are listed below the table.",
+            f"{how}.",
+            "Rows produce, columns consume. A cell counts the cases that work out of those that",
+            "ran (`✓ N`: all N), leaving out the `unsupported` ones (refusals the specifications",
+            "allow); the cases that do not work are listed below the table.",
             "",
             "| producer \\ consumer | " + " | ".join(f"`{c}`" for c in consumers) + " |",
             "|---|" + "---|" * len(consumers),

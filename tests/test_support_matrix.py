@@ -30,8 +30,9 @@ def test_snapshot_has_todays_cases():
     pytest.importorskip("numpy")
     from dlbridge.check.cases import CASES
 
-    assert set(SNAP["case_ids"]) == {c.id for c in CASES}, STALE
+    # every case ran (a case only some producers make has results only where they are)
     assert SNAP["cases"] == len(CASES), STALE
+    assert set(SNAP["case_ids"]) <= {c.id for c in CASES}, STALE
 
 
 def test_snapshot_has_todays_libraries():
