@@ -32,6 +32,9 @@ EXAMPLE_NAMES = {
 }
 
 
+NO_NUMPY = "python -m dlbridge check needs NumPy to compare values"
+
+
 def section(title: str) -> str:
     """The text of the page's ``## title`` section."""
     return CHECKER.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
@@ -67,7 +70,7 @@ def test_exit_statuses_are_the_report_ones():
 
 @pytest.mark.parametrize(
     "argv, says",
-    [(["--libraries", "nosuchlibrary"], "dlbridge's libraries"),
+    [(["--libraries", "nosuchlibrary"], "unknown library nosuchlibrary"),
      (["--libraries", "numpy", "--fail-on", "torch"], "--fail-on names libraries"),
      (["--cases", "nosuchcase"], "no case matches")],
     ids=["unknown library", "fail-on not checked", "no case matches"],
@@ -75,6 +78,13 @@ def test_exit_statuses_are_the_report_ones():
 def test_each_usage_error_of_the_page_exits_2(argv, says, capsys):
     assert main(argv) == report.EXIT_USAGE
     assert says in capsys.readouterr().err
+
+
+def test_troubleshooting_quotes_the_checker_messages():
+    # the symptoms of the troubleshooting page quote these two messages of the checker
+    page = (REPO / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
+    assert "`unknown library`" in page
+    assert f"`{NO_NUMPY}`" in page
 
 
 def test_windows_exits_2(monkeypatch, capsys):
@@ -91,7 +101,7 @@ def test_no_numpy_exits_2():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == report.EXIT_USAGE, run.stderr
-    assert "needs NumPy" in run.stderr
+    assert run.stderr.startswith(NO_NUMPY)
     assert "NumPy not installed" in section("Exit status")
 
 
