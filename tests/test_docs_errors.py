@@ -245,3 +245,13 @@ def test_quoted_message_begins_a_message_in_the_source(quote):
     # a message starts a string literal (Rust "…" or Python f"…"); … is any text of that line
     parts = [re.escape(part) for part in quote.split("…")]
     assert re.search('"' + '[^"\n]*?'.join(parts), SOURCE), quote
+
+
+def test_rust_section_quotes_are_in_the_source():
+    # the messages of WritableTensor, quoted from their middle: each piece is in the source
+    rust = PAGE.read_text().split("## In Rust", 1)[1]
+    quotes = re.findall(r"`(…[^`]+…)`", rust)
+    assert len(quotes) == 2
+    for quote in quotes:
+        parts = [re.escape(part) for part in quote.split("…") if part.strip()]
+        assert re.search('[^"\n]*?'.join(parts), SOURCE), quote
