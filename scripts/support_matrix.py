@@ -43,6 +43,7 @@ def snapshot(report: dict) -> dict:
         "cases": report["cases"],
         "case_ids": sorted({r["case"] for r in report["results"]}),
         "libraries": report["libraries"],
+        "dlbridge_failures": report["summary"]["dlbridge_failures"],
         "not_installed": report["not_installed"],
         "pairs": pairs,
     }
@@ -55,7 +56,33 @@ def _anchor(case_id: str) -> str:
 def _cell(counts: dict[str, int]) -> str:
     bad = sum(counts.get(s, 0) for s in BAD)
     ran = sum(counts.values()) - counts.get("unsupported", 0)
+    if not ran:
+        return "–"
     return f"{ran - bad}/{ran}" if bad else f"✓ {ran}"
+
+
+def _cases_table(snap: dict) -> list[str]:
+    """One row per case that does not work for some pair: how many pairs, on each route."""
+    pairs: dict[str, dict[str, list[str]]] = {}
+    for pair in snap["pairs"]:
+        for route in ROUTES:
+            for case in pair[f"{route}_bad_cases"]:
+                pairs.setdefault(case, {r: [] for r in ROUTES})[route].append(
+                    f"{pair['producer']} → {pair['consumer']}")
+
+    def who(names: list[str]) -> str:
+        if len(names) > 3:
+            return f"{len(names)} pairs"
+        return ", ".join(names) or "none"
+
+    rows = [
+        "| case | pairs where it does not work directly | through dlbridge |",
+        "|---|---|---|",
+    ]
+    for case in sorted(pairs):
+        rows.append(f"| [`{case}`](cases.md#{_anchor(case)}) | {who(pairs[case]['direct'])} | "
+                    f"{who(pairs[case]['dlbridge'])} |")
+    return rows
 
 
 def page(snap: dict) -> str:
@@ -63,7 +90,8 @@ def page(snap: dict) -> str:
     producers = list(dict.fromkeys(p["producer"] for p in snap["pairs"]))
     consumers = list(dict.fromkeys(p["consumer"] for p in snap["pairs"]))
     by_pair = {(p["producer"], p["consumer"]): p for p in snap["pairs"]}
-    absent = ", ".join(f"`{entry}`" for entry in snap["not_installed"])
+    # an entry is a name, then the reason it cannot be used here (which can be long)
+    absent = ", ".join(f"`{entry.split()[0]}`" for entry in snap["not_installed"])
     out = [
         "# Support matrix",
         "",
@@ -81,7 +109,8 @@ def page(snap: dict) -> str:
         "|---|---|",
         *(f"| `{name}` | {version} |" for name, version in snap["libraries"].items()),
         "",
-        f"Not installed on the test machine, so not in the tables: {absent}." if absent
+        f"Not installed or not usable on the test machine, so not in the tables: {absent}."
+        if absent
         else "Every library the checker knows was installed on the test machine.",
         "",
     ]
@@ -95,7 +124,7 @@ def page(snap: dict) -> str:
             f"{how}.",
             "Rows produce, columns consume. A cell counts the cases that work out of those that",
             "ran (`✓ N`: all N), leaving out the `unsupported` ones (refusals the specifications",
-            "allow); the cases that do not work are listed below the table.",
+            "allow); `–`: no case applies to the pair.",
             "",
             "| producer \\ consumer | " + " | ".join(f"`{c}`" for c in consumers) + " |",
             "|---|" + "---|" * len(consumers),
@@ -104,19 +133,32 @@ def page(snap: dict) -> str:
             cells = [_cell(by_pair[(p, c)][route]) if (p, c) in by_pair else "" for c in consumers]
             out.append(f"| `{p}` | " + " | ".join(cells) + " |")
         out.append("")
-        for pair in snap["pairs"]:
-            cases = pair[f"{route}_bad_cases"]
-            if cases:
-                links = ", ".join(f"[`{c}`](cases.md#{_anchor(c)})" for c in cases)
-                out.append(f"- {pair['producer']} → {pair['consumer']}: {links}")
-        out.append("")
+    out += [
+        "## The cases that do not always work",
+        "",
+        "Each case links to its description in the [case catalog](cases.md), with the",
+        "real-world reports behind it. A case that fails through dlbridge is a finding against",
+        "one of the two libraries (a consumer that ignores the read-only flag, say), unless the",
+        f"checker blames dlbridge: it did for {snap['dlbridge_failures']} results of this run.",
+        "",
+        *_cases_table(snap),
+        "",
+    ]
     return "\n".join(out)
+
+
+def _dump(snap: dict) -> str:
+    """The snapshot as JSON with one pair a line: small, and its diffs readable."""
+    head = {k: v for k, v in snap.items() if k != "pairs"}
+    lines = json.dumps(head, indent=1)[:-2] + ',\n "pairs": [\n'
+    lines += ",\n".join("  " + json.dumps(p, ensure_ascii=False) for p in snap["pairs"])
+    return lines + "\n ]\n}\n"
 
 
 def main(argv: list[str]) -> int:
     if argv:
         report = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
-        SNAPSHOT.write_text(json.dumps(snapshot(report), indent=1) + "\n", encoding="utf-8")
+        SNAPSHOT.write_text(_dump(snapshot(report)), encoding="utf-8")
     PAGE.write_text(page(json.loads(SNAPSHOT.read_text(encoding="utf-8"))), encoding="utf-8")
     print(f"wrote {PAGE.relative_to(REPO)}")
     return 0

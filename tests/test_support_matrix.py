@@ -54,7 +54,8 @@ def test_snapshot_keeps_every_pair_and_its_bad_cases():
             {"producer": "numpy", "consumer": "numpy", "route": "dlbridge", "case": "a/b",
              "status": "pass"},
         ],
-        "summary": {"pairs": [{"producer": "numpy", "consumer": "numpy",
+        "summary": {"dlbridge_failures": 0,
+                    "pairs": [{"producer": "numpy", "consumer": "numpy",
                                "direct": {"fail": 1}, "dlbridge": {"pass": 1}}]},
     }
     snap = support_matrix.snapshot(report)
@@ -62,4 +63,4 @@ def test_snapshot_keeps_every_pair_and_its_bad_cases():
     assert snap["pairs"][0]["dlbridge_bad_cases"] == []
     text = support_matrix.page(snap)
     assert "| `numpy` | 0/1 |" in text and "| `numpy` | ✓ 1 |" in text
-    assert "[`a/b`](cases.md#case-a-b)" in text
+    assert "| [`a/b`](cases.md#case-a-b) | numpy → numpy | none |" in text
