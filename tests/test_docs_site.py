@@ -146,3 +146,23 @@ def test_api_reference_is_generated_from_the_stubs(browser, base_url):
         assert browser.find_elements(By.ID, anchor), anchor
     text = browser.find_element(By.ID, "dlbridge.from_dlpack").find_element(By.XPATH, "..").text
     assert "zero-copy" in text
+
+
+@pytest.mark.parametrize(
+    "path, title, shows",
+    [
+        ("troubleshooting/", "Troubleshooting", "Reporting a bug"),
+        ("support-matrix/", "Support matrix", "Versions tested"),
+        ("changelog/", "Changelog", "Unreleased"),
+        # pages that include a file of the repository show the file, not the link to it
+        ("contributing/", "Contributing to dlbridge", "A fresh machine"),
+        ("check-your-library/", "Check your array library", "class GoodArrayAdapter"),
+        ("checker/", "The conformance checker", "Glossary"),
+    ],
+)
+def test_page_renders_with_its_content(browser, base_url, path, title, shows):
+    browser.get(base_url + path)
+    assert browser.find_element(By.TAG_NAME, "h1").text == title
+    text = browser.find_element(By.TAG_NAME, "article").text
+    assert shows in text
+    assert "<!-- include" not in browser.page_source and "--8<--" not in text

@@ -165,7 +165,8 @@ class CheckItem(pytest.Item):
         who = "dlbridge" if r.get("fault") == "dlbridge" else "the checker"
         pytest.fail(
             self._message(f"not a finding against {self.lib}: {who} failed this exchange "
-                          "(please report it to dlbridge)"),
+                          "(please report it to dlbridge: \"Reporting a bug\" on the "
+                          "Troubleshooting page of its documentation says what to attach)"),
             pytrace=False,
         )
 

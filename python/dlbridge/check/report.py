@@ -27,6 +27,29 @@ DOCTOR_HINT = (
 )
 
 STATUSES = ["pass", "fail", "error", "crash", "timeout", "unsupported"]
+# where every "please report it" sends the reader: the page that says what to attach
+REPORT_IT = ('please report it (what to attach: "Reporting a bug" on the Troubleshooting page '
+             "of dlbridge's documentation)")
+#: What each status means: the legend of the HTML report, and the glossary of the checker's
+#: documentation page (a test keeps the page's table equal to this).
+STATUS_MEANINGS = {
+    "pass": "the exchange did what the specifications ask: the right values, dtype, shape, device "
+            "and read-only state, or the exception they name (BufferError where a copy or a "
+            "device is needed but not allowed)",
+    "fail": "the exchange gave a wrong answer: wrong values, a writable alias of read-only "
+            "memory, a copy where copy=False forbade one (or none where copy=True asked for "
+            "one), a capsule left unconsumed or freed twice",
+    "error": "an exception of the wrong kind: a library raised where the exchange should work, "
+             "or raised another type than the one the specifications name (RuntimeError or "
+             "ValueError where BufferError is due)",
+    "crash": "the worker process died during the case (a segmentation fault, an abort): the "
+             "case's result, not the end of the run",
+    "timeout": "the case took longer than --timeout seconds: a hang, or a machine too busy (the "
+               "worker is killed and replaced)",
+    "unsupported": "a refusal the specifications allow (a BufferError for data a library cannot "
+                   "hold), or a case that does not apply (a dtype the producer lacks, a keyword a "
+                   "consumer does not take)",
+}
 BAD = {"fail", "error", "crash", "timeout"}
 SEVERITY = {"crash": 5, "fail": 4, "timeout": 3, "error": 2, "unsupported": 1, "pass": 0}
 ROUTES = ["direct", "dlbridge"]
@@ -70,9 +93,9 @@ WORKAROUNDS = {
     "warning": "expect a warning on every import; copy first to avoid it",
     "reduce": "make a C-contiguous copy before reducing",
     "layout": "check is_c_contiguous yourself",
-    "refused": "this is a dlbridge bug: please report it (workaround: "
+    "refused": f"this is a dlbridge bug: {REPORT_IT} (workaround: "
                "import with the consumer directly)",
-    "export": "this is a dlbridge bug: please report it",
+    "export": f"this is a dlbridge bug: {REPORT_IT}",
     "buffer": "use DLPack (from_dlpack) instead of the buffer protocol for this dtype",
     "alignment": "copy misaligned data before the exchange",
     "import": "the two libraries cannot be imported into one process here",
@@ -179,7 +202,7 @@ def group_findings(
         work = _workaround(kind, rs)
         if is_dlb:
             work = "a dlbridge bug: " + (
-                "report it"
+                REPORT_IT
                 if not work.startswith("this is")
                 else work[len("this is a dlbridge bug: ") :]
             )
@@ -800,6 +823,25 @@ def _h_header(meta: dict, summary: dict, producers: list[str], consumers: list[s
             for s in ["pass", "unsupported", "error", "timeout", "fail", "crash"]
         )
         + "</p>",
+        *_h_legend(),
+    ]
+
+
+def _h_legend() -> list[str]:
+    """What each status means, and the words of the report, folded under the header."""
+    rows = "".join(
+        f'<tr><td><span style="background:{COLORS[s]}">{s}</span></td>'
+        f"<td>{_e(STATUS_MEANINGS[s])}</td></tr>"
+        for s in STATUSES
+    )
+    return [
+        "<details class=legend id=legend><summary>Legend: what the statuses and words mean"
+        f"</summary><table>{rows}</table><p>A <b>finding</b> is a result with a bad status "
+        "(fail, error, crash, timeout), blamed on the producer, the consumer, the pair, dlbridge "
+        "or the checker. A <b>refusal</b> is dlbridge raising BufferError where the direct "
+        "exchange passes; it stands on a <b>listed rule</b> when the direct result breaks one of "
+        "the few rules that allow it, and is dlbridge's failure otherwise. A <b>rescue</b> is an "
+        "exchange that works only through dlbridge.</p></details>",
     ]
 
 
