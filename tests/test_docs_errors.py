@@ -78,6 +78,25 @@ def _consumed() -> None:
     dlbridge.from_dlpack(capsule)
 
 
+class _OneCapsule:
+    """A producer that hands out one capsule for every export."""
+
+    def __init__(self) -> None:
+        self.capsule = np.arange(3.0).__dlpack__()
+
+    def __dlpack__(self, **_: Any) -> Any:
+        return self.capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
+
+
+def _reused_capsule() -> None:
+    x = _OneCapsule()
+    dlbridge.from_dlpack(x)
+    dlbridge.from_dlpack(x)
+
+
 def _fake(**kw: Any) -> Any:
     kw.setdefault("data", np.zeros(4, np.float32))
     kw.setdefault("shape", (4,))
@@ -111,6 +130,7 @@ RAISE: dict[str, Callable[[], Any]] = {
     "cannot import an object of type …: every protocol it offers refused":
         lambda: dlbridge.from_dlpack(_Refuses()),
     "this DLPack capsule was already consumed": _consumed,
+    "….__dlpack__() returned a DLPack capsule that was already consumed": _reused_capsule,
     "DLPack version … is not supported": lambda: _fake(version=(2, 0)),
     "unsupported dtype (code=…, bits=…, lanes=…)": lambda: _fake(dtype=(2, 3, 1)),
     "dtype … needs DLPack 1.… but the consumer asked for …":
