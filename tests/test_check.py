@@ -513,3 +513,34 @@ def test_legacy_capsule_clauses_come_from_the_published_table():
         clause = "import writable" if writable else "import read-only"
         assert clause in cls().described(), cls.name
     assert "import writable" in libraries.by_name()["mlx"].described()
+
+
+@pytest.mark.parametrize("consumer, fault", [("torch", "peers"), ("mlx", "consumer")])
+def test_a_crash_after_a_double_free_in_the_process_is_not_blamed_on_dlbridge(consumer, fault):
+    """A consumer that frees a refused capsule's tensor and leaves the capsule to free it again
+    (MLX does) corrupts the worker's memory; a crash later in that process, at a stage that would
+    be dlbridge's, is put down to it."""
+    import tempfile
+
+    from dlbridge.check.runner import Batch
+
+    units = [("dlpack-ref", "mlx", "dtype/int8", "direct"),
+             ("dlpack-ref", consumer, "dtype/int16", "dlbridge")]
+
+    def crash_after(double_free: bool) -> dict:
+        batch = Batch(units, timeout=1.0, startup_timeout=1.0)
+        first = {"status": "error", "detail": "deleter called 2 times", "fault": "consumer",
+                 "check": "exception"}
+        checks = ["exception", "deleter", "double_free"] if double_free else ["exception"]
+        batch._record(0, first, checks)
+        batch._note_double_free(0, first, checks)
+        with tempfile.TemporaryFile() as err:
+            batch._after_death([0, 1], 1, {0}, "inspect dlbridge.Tensor", err, hang=False,
+                               ready=True, rc=-11)
+        result = batch.results[1]
+        assert result is not None and result["status"] == "crash"
+        return result
+
+    after = crash_after(double_free=True)
+    assert after["fault"] == fault and "mlx freed a capsule's tensor twice" in after["detail"]
+    assert crash_after(double_free=False)["fault"] == "dlbridge"

@@ -69,10 +69,10 @@ def _crash_fault(
     if route == "dlbridge" and stage.startswith(("consumer", "inspect")):
         if consumer == "dlpack-ref":
             return "dlbridge"
-        # a consumer that crashes on the direct exchange too, or that called the deleter of a
-        # capsule it refused (a double free: memory is corrupted, and the crash comes wherever
-        # it lands), crashes on dlbridge's capsule for reasons of its own
-        if direct_status in ("crash", "timeout") or "deleter" in direct_checks:
+        # a consumer that crashes on the direct exchange too, or that freed a capsule's tensor
+        # twice there (memory is corrupted, and the crash comes wherever it lands), crashes on
+        # dlbridge's capsule for reasons of its own
+        if direct_status in ("crash", "timeout") or "double_free" in direct_checks:
             return "consumer"
         return "dlbridge"
     if consumer == "dlpack-ref":
@@ -94,6 +94,9 @@ class Batch:
         self.direct: dict[str, dict] = {}
         self.on_result = on_result
         self.restarts = 0
+        #: the library that freed a capsule's tensor twice in the running worker process
+        #: (None when none has): that memory corruption can crash any later unit there
+        self.double_freed_by: str | None = None
 
     def _record(self, idx: int, r: dict, checks: list[str] | None = None) -> None:
         p, c, case, route = self.units[idx]
@@ -113,6 +116,7 @@ class Batch:
         return [r for r in self.results if r is not None]
 
     def _run_worker(self, pending: list[int]) -> list[int]:
+        self.double_freed_by = None  # a fresh process
         job = {
             "units": [list(self.units[i]) for i in pending],
             "direct": self.direct,
@@ -199,10 +203,16 @@ class Batch:
                     li = ev["unit"]
                     done_local.add(li)
                     self._record(pending[li], ev["result"], ev.get("checks"))
+                    self._note_double_free(pending[li], ev["result"], ev.get("checks") or [])
                     current = -1
                     deadline = time.monotonic() + self.timeout
                     if len(done_local) == len(pending):
                         return []
+
+    def _note_double_free(self, idx: int, r: dict, checks: list[str]) -> None:
+        if "double_free" in checks and r.get("fault") in ("consumer", "producer"):
+            p, c, _, _ = self.units[idx]
+            self.double_freed_by = c if r["fault"] == "consumer" else p
 
     def _after_death(
         self, pending, current, done_local, stage, err, *, hang: bool, ready: bool, rc: int | None
@@ -245,6 +255,11 @@ class Batch:
                 f"the process died ({_signame(rc) if rc is not None else 'unknown'}) during {stage}"
             )
         fault = _crash_fault(stage, route, p, c, direct.get("status"), direct.get("checks", []))
+        culprit = self.double_freed_by
+        if culprit is not None and not hang:
+            fault = "consumer" if culprit == c else "producer" if culprit == p else "peers"
+            detail += (f", after {culprit} freed a capsule's tensor twice earlier in this process "
+                       f"(a double free corrupts memory, and the crash comes where it lands)")
         r = {
             "status": status,
             "detail": detail + (f" (stderr: {tail_txt})" if tail_txt and not hang else ""),

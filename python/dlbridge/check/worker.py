@@ -1198,9 +1198,12 @@ def run_unit(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
                 )
                 fault = "dlbridge" if route == "dlbridge" else "consumer"
                 extra = f"deleter {what} (C9/C17/C19)"
+                # a double free corrupts this process's memory: the runner blames a later crash
+                # in it on the library that did it
+                checks = ["deleter", "double_free"] if calls > exports else ["deleter"]
                 if r["status"] in (FAIL, ERROR):
                     r["detail"] += "; " + extra
-                    r["checks"] = [*(r.get("checks") or [r["check"]]), "deleter"]
+                    r["checks"] = [*(r.get("checks") or [r["check"]]), *checks]
                 else:
                     r = result(
                         FAIL,
@@ -1208,6 +1211,7 @@ def run_unit(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
                         fault=fault,
                         check="deleter",
                     )
+                    r["checks"] = checks
     if ref_arrays:
         rc.release_all()
     return r
