@@ -416,6 +416,7 @@ impl Tensor {
     /// The tensor of fresh memory that an array library copied for dlbridge (memory dlbridge
     /// cannot copy itself): marked `is_copied` and writable, as dlbridge's own copies are, since
     /// nothing else aliases it.
+    #[cfg(feature = "pyo3")]
     pub(crate) fn into_copied(mut self) -> Self {
         self.is_copied = true;
         self.readonly = false;
