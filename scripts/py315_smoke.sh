@@ -129,7 +129,9 @@ statuses = {r["status"] for r in doc["results"]}
 peers = sorted(set(doc["libraries"]) - {"python", "dlpack-ref"})
 assert "numpy" in peers, doc["libraries"]
 assert doc["summary"]["dlbridge_failures"] == 0, doc["summary"]["dlbridge_failure_cases"]
-assert "pass" in statuses and not statuses & {"crash", "timeout"}, statuses
+# a peer's own crash is a finding against it (the exit status is dlbridge's alone); a crash or
+# hang put down to dlbridge is counted in dlbridge_failures above
+assert "pass" in statuses, statuses
 print(f"py315_smoke: {sys.argv[2]} wheel: python -m dlbridge check on {doc['platform']}:",
       len(doc["results"]), "results, through dlbridge", doc["summary"]["by_route"]["dlbridge"],
       "; peers:", ", ".join(peers))
