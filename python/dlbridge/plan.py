@@ -122,12 +122,16 @@ class Ctx:
     finished: bool = False
 
 
-@dataclass
+@dataclass(frozen=True)
 class Step:
+    """One step of a route: what it does, the copies it makes, how it runs, and why (the
+    plan's reason, when it is one)."""
+
     text: str
     copies: int
     #: runs the step; returns the number of copies actually made, or None for "as planned"
     run: Callable[[Ctx], int | None]
+    why: str | None = None
 
 
 def _ok(_: Ctx) -> None:
@@ -266,63 +270,6 @@ def _copy_on_device(ctx: Ctx, dev: Device) -> Tensor:
 # ------------------------------------------------------------------------------ the planner
 
 
-class _Builder:
-    def __init__(self, source: str, target: nsmod.Namespace) -> None:
-        self.source = source
-        self.target = target
-        self.steps: list[Step] = []
-        self.reasons: list[str] = []
-        self.notes: list[str] = []
-        self.device: Device | None = None
-        self.summary: str | None = None  # the source, once inspected
-
-    @property
-    def copies(self) -> int:
-        return sum(s.copies for s in self.steps)
-
-    def add(
-        self,
-        text: str,
-        run: Callable[[Ctx], int | None] = _ok,
-        copies: int = 0,
-        why: str | None = None,
-    ) -> None:
-        self.steps.append(Step(text, copies, run))
-        if why:
-            self.reasons.append(why)
-
-    def plan(self) -> Plan:
-        if self.copies == 0:
-            reason = self.reasons[0] if self.reasons else (
-                f"{self.target.name} takes this dtype, layout, device and flags as they are"
-            )
-        else:
-            reason = "; ".join(dict.fromkeys(self.reasons)) or "a copy is needed"
-        return Plan(
-            source=self.source,
-            target=self.target.name,
-            possible=True,
-            steps=[s.text for s in self.steps],
-            copies=self.copies,
-            reason=reason,
-            device=str(self.device) if self.device is not None else None,
-            notes=self.notes,
-        )
-
-    def impossible(self, e: Impossible) -> Plan:
-        return Plan(
-            source=self.source,
-            target=self.target.name,
-            possible=False,
-            steps=[s.text for s in self.steps],
-            copies=0,
-            reason=e.message,
-            device=None,
-            error=e.error.__name__,
-            notes=self.notes,
-        )
-
-
 @dataclass(frozen=True)
 class Request:
     """One call of :func:`dlbridge.convert` or :func:`dlbridge.explain`: its arguments, as the
@@ -343,84 +290,108 @@ class Request:
             raise ValueError(f"copy must be True, False or None, not {self.copy!r}")
 
 
-def build(request: Request) -> Route:
-    """Plan the conversion ``request`` asks for."""
-    x = request.x
-    target = nsmod.get(request.to)
-    want = None if request.device is None else Device(request.device)
-    src_ns = nsmod.owner(x)
-    kind = "DLPack capsule" if is_capsule(x) else type_name(x)
-    b = _Builder(kind, target)
-    ctx = Ctx(obj=x)
-    p = _Planning(b, ctx, request, kind, src_ns, target, want)
-    try:
-        _plan(p)
-    except Impossible as e:
-        b.source = b.summary or kind
-        return Route(b.impossible(e), [], ctx, e.error)
-    b.source = b.summary or kind
-    return Route(b.plan(), b.steps, ctx)
+@dataclass(frozen=True)
+class _Source:
+    """What :func:`build` reads off the source before planning: its kind, its library's
+    namespace (None for a foreign object) and whether that library's arrays are read from
+    their own attributes (torch)."""
 
-
-_ImportStep = tuple[str, Callable[[Ctx], int | None], int]
-
-
-@dataclass
-class _Planning:
-    """What the planner's steps share: the :class:`Request`, what :func:`build` resolved from
-    it, and what the earlier steps found out (filled in as they go)."""
-
-    b: _Builder
-    ctx: Ctx
-    request: Request
+    x: Any
     kind: str
-    src_ns: nsmod.Namespace | None
-    target: nsmod.Namespace
-    #: the request's device, parsed
-    want: Device | None
-    #: the data is a private copy already
-    fresh: bool = False
-    #: the source, as inspected (set by _inspect)
-    facts: Facts = field(init=False)
-    #: the step that imports the source as a Tensor, if one is needed
-    import_step: _ImportStep | None = None
+    ns: nsmod.Namespace | None
 
     @property
-    def name(self) -> str:
-        return self.target.name
-
-    @property
-    def x(self) -> Any:
-        return self.request.x
-
-    @property
-    def copy(self) -> bool | None:
-        return self.request.copy
+    def owner(self) -> str:
+        return f"{self.ns.name} {self.ns.noun}" if self.ns is not None else "source"
 
     @property
     def own_facts(self) -> bool:
-        """The source's library has its arrays read from their own attributes (torch)."""
-        return self.src_ns is not None and self.src_ns.reads_own_facts
+        return self.ns is not None and self.ns.reads_own_facts
 
 
-def _plan(p: _Planning) -> None:
-    """The numbered decisions of the module docstring, one function each, in order."""
-    if not p.target.installed():
-        raise Impossible(
-            ModuleNotFoundError, f"{p.name} is not installed (pip install {p.target.pip})"
+def build(request: Request) -> Route:
+    """Plan the conversion ``request`` asks for: the numbered decisions of the module
+    docstring, one function each, in order. Each returns what it found and the steps it adds;
+    a refusal (:class:`Impossible`) returns the plan so far as impossible."""
+    x, copy = request.x, request.copy
+    target = nsmod.get(request.to)
+    want = None if request.device is None else Device(request.device)
+    src = _Source(x, "DLPack capsule" if is_capsule(x) else type_name(x), nsmod.owner(x))
+    ctx = Ctx(obj=x)
+    summary, steps, notes = src.kind, list[Step](), list[str]()
+    try:
+        if not target.installed():
+            raise Impossible(
+                ModuleNotFoundError, f"{target.name} is not installed (pip install {target.pip})"
+            )
+        there = _already_there(src, target, want, copy)  # 1
+        if there is not None:
+            here, step = there
+            return _route(src.kind, target, [step], notes, here, ctx)
+        summary = _own_summary(src) or summary
+        fresh = False
+        for state in src.ns.state(x) if src.ns is not None else []:  # 2
+            steps.append(_resolve(src, state, request))
+            fresh = fresh or state.copies > 0
+        seen = _inspect(src, fresh, request.run, copy)
+        facts, bare = seen.facts, seen.consumed or isinstance(x, Tensor)
+        ctx.tensor, ctx.obj = seen.tensor, None if seen.consumed else x
+        summary, fresh = facts.summary(), fresh or facts.import_copy is not None
+        route = _check_dtype(target, facts)  # 3
+        here, dest = _choose_device(target, facts.device, want, copy)  # 4
+        path = _layout_and_flags(target, facts, fresh, route, here, dest)  # 5, 6
+        steps += _kept_import_step(seen.step, src, path)
+        if path.moving:  # 4: the transfer, with the layout fix around it; 8
+            steps += _move(target, facts, path, copy, src.kind, bare)
+        else:  # 5, 6, 7 on the data's own device; 8
+            added, notes = _copy_in_place(target, facts, fresh, path, copy, bare)
+            steps += added
+    except Impossible as e:
+        return Route(_impossible_plan(summary, target, steps, notes, e), [], ctx, e.error)
+    return _route(summary, target, steps, notes, dest, ctx)
+
+
+def _route(
+    summary: str, target: nsmod.Namespace, steps: list[Step], notes: list[str],
+    device: Device | None, ctx: Ctx,
+) -> Route:
+    """The possible plan of ``steps``, with its reason: the first step's why when nothing is
+    copied, else the whys of the copies."""
+    copies = sum(s.copies for s in steps)
+    whys = [s.why for s in steps if s.why]
+    if copies == 0:
+        reason = whys[0] if whys else (
+            f"{target.name} takes this dtype, layout, device and flags as they are"
         )
-    if _already_there(p):  # 1
-        return
-    _resolve_state(p)  # 2
-    _inspect(p)
-    route = _check_dtype(p)  # 3
-    src, dest = _choose_device(p)  # 4
-    problem, ro_problem = _layout_and_flags(p, route, src, dest)  # 5, 6
-    path = _Path(route, src, dest, problem, ro_problem)
-    if path.moving:
-        _move(p, path)  # 4: the transfer, with the layout fix around it; 8
     else:
-        _copy_in_place(p, path)  # 5, 6, 7 on the data's own device; 8
+        reason = "; ".join(dict.fromkeys(whys)) or "a copy is needed"
+    plan = Plan(
+        source=summary,
+        target=target.name,
+        possible=True,
+        steps=[s.text for s in steps],
+        copies=copies,
+        reason=reason,
+        device=str(device) if device is not None else None,
+        notes=notes,
+    )
+    return Route(plan, steps, ctx)
+
+
+def _impossible_plan(
+    summary: str, target: nsmod.Namespace, steps: list[Step], notes: list[str], e: Impossible
+) -> Plan:
+    return Plan(
+        source=summary,
+        target=target.name,
+        possible=False,
+        steps=[s.text for s in steps],
+        copies=0,
+        reason=e.message,
+        device=None,
+        error=e.error.__name__,
+        notes=notes,
+    )
 
 
 @dataclass(frozen=True)
@@ -441,157 +412,161 @@ class _Path:
         return self.dest != self.src
 
 
-def _already_there(p: _Planning) -> bool:
-    """1. ``x`` is already a target array where it was asked to be: returned as is."""
-    x, target, b = p.x, p.target, p.b
-    if not (p.src_ns is target and p.copy is not True and target.is_result(x)):
-        return False
+def _already_there(
+    src: _Source, target: nsmod.Namespace, want: Device | None, copy: bool | None
+) -> tuple[Device | None, Step] | None:
+    """1. ``x`` is already a target array where it was asked to be: returned as is (where it
+    is, and the step that returns it)."""
+    x = src.x
+    if not (src.ns is target and copy is not True and target.is_result(x)):
+        return None
     here = target.device(x)
-    if not (p.want is None or (here is not None and _satisfies(here, p.want, target))):
-        return False
-    b.device = here
-    b.summary = p.kind
+    if not (want is None or (here is not None and _satisfies(here, want, target))):
+        return None
 
     def same(c: Ctx) -> None:
         c.result, c.finished = x, True
 
-    b.add(f"already a {p.name} array{f' on {here}' if here else ''}: returned as is", same,
-          why="nothing to convert")
-    return True
+    where = f" on {here}" if here else ""
+    text = f"already a {target.name} array{where}: returned as is"
+    return here, Step(text, 0, same, why="nothing to convert")
 
 
-def _resolve_state(p: _Planning) -> None:
-    """2. Framework state DLPack cannot carry: resolved when opted in or harmless, else
-    refused naming the fix."""
-    src_ns, b = p.src_ns, p.b
-    if p.own_facts:
-        assert src_ns is not None
-        try:
-            b.summary = facts_of_own(src_ns, p.x).summary()
-        except RuntimeError:  # sparse tensors have no strides: refused just below
-            pass
-    states = src_ns.state(p.x) if src_ns is not None else []
-    for st in states:
-        owner = f"{src_ns.name} {src_ns.noun}" if src_ns is not None else "source"
-        if st.refuse:
-            raise Impossible(BufferError, f"the {owner} {st.what}; call {st.fix} first")
-        enabled = (st.option is None or (st.option == "detach" and p.request.detach)
-                   or (st.option == "resolve" and p.request.resolve))
-        if not enabled:
-            raise Impossible(
-                BufferError,
-                f"the {owner} {st.what}, which DLPack cannot carry; call {st.fix} first, "
-                f"or pass {st.option}=True to convert",
-            )
-        if st.copies and _copy_forbidden(p.copy):
-            raise Impossible(
-                BufferError,
-                f"the {owner} {st.what}; resolving it with {st.fix.split(' (')[0]} is a copy, "
-                "which copy=False forbids",
-            )
-
-        def apply(c: Ctx, f: Callable[[Any], Any] | None = st.apply) -> None:
-            c.obj = f(c.obj) if f is not None else c.obj
-
-        why = f"{st.fix.split(' (')[0]} resolves state DLPack cannot carry" if st.copies else None
-        b.add(f"{st.fix}: the {owner} {st.what}", apply, st.copies, why=why)
-        p.fresh = p.fresh or st.copies > 0
+def _own_summary(src: _Source) -> str | None:
+    """The source as its own library describes it (torch), for a plan refused before the
+    source is inspected."""
+    if not src.own_facts:
+        return None
+    assert src.ns is not None
+    try:
+        return facts_of_own(src.ns, src.x).summary()
+    except RuntimeError:  # sparse tensors have no strides: refused by their state
+        return None
 
 
-def _inspect(p: _Planning) -> None:
+def _resolve(src: _Source, st: nsmod.State, request: Request) -> Step:
+    """2. One piece of framework state DLPack cannot carry: the step that resolves it when
+    opted in or harmless, else refused naming the fix."""
+    owner = src.owner
+    if st.refuse:
+        raise Impossible(BufferError, f"the {owner} {st.what}; call {st.fix} first")
+    enabled = (st.option is None or (st.option == "detach" and request.detach)
+               or (st.option == "resolve" and request.resolve))
+    if not enabled:
+        raise Impossible(
+            BufferError,
+            f"the {owner} {st.what}, which DLPack cannot carry; call {st.fix} first, "
+            f"or pass {st.option}=True to convert",
+        )
+    fix = st.fix.split(" (")[0]
+    if st.copies and _copy_forbidden(request.copy):
+        raise Impossible(
+            BufferError,
+            f"the {owner} {st.what}; resolving it with {fix} is a copy, which copy=False forbids",
+        )
+
+    def apply(c: Ctx, f: Callable[[Any], Any] | None = st.apply) -> None:
+        c.obj = f(c.obj) if f is not None else c.obj
+
+    why = f"{fix} resolves state DLPack cannot carry" if st.copies else None
+    return Step(f"{st.fix}: the {owner} {st.what}", st.copies, apply, why=why)
+
+
+@dataclass(frozen=True)
+class _Inspected:
+    """What :func:`_inspect` found: the source's facts, the step that imports it, the
+    tensor it imported (None when it only read the facts), and whether that consumed the
+    source (a capsule)."""
+
+    facts: Facts
+    step: Step
+    tensor: Tensor | None = None
+    consumed: bool = False
+
+
+def _inspect(src: _Source, fresh: bool, run: bool, copy: bool | None) -> _Inspected:
     """Read the source's facts (a zero-copy import; a raw capsule is only read unless the
-    plan is to be run) and choose the step that imports it."""
-    x, ctx = p.x, p.ctx
-    source = p.src_ns.source(x) if p.src_ns is not None else x
-    consumed = False
-    if p.own_facts:
-        assert p.src_ns is not None
-        facts = facts_of_own(p.src_ns, x)
-        if p.fresh:  # resolve_conj / resolve_neg made a dense, private copy
+    plan is to be ``run``) and choose the step that imports it."""
+    x, ns = src.x, src.ns
+    if src.own_facts:
+        assert ns is not None
+        facts = facts_of_own(ns, x)
+        if fresh:  # resolve_conj / resolve_neg made a dense, private copy
             facts.strides, facts.data_ptr = c_strides(facts.shape), 0
 
         def imp(c: Ctx) -> None:
             if c.tensor is None:
                 c.tensor = from_dlpack(c.obj)
 
-        p.import_step = (
-            f"import the {p.src_ns.name} {p.src_ns.noun} as a dlbridge.Tensor through DLPack "
-            "(zero-copy)", imp, 0,
-        )
-    elif is_capsule(x) and not p.request.run:
-        info = peek_capsule(x)
+        text = f"import the {ns.name} {ns.noun} as a dlbridge.Tensor through DLPack (zero-copy)"
+        return _Inspected(facts, Step(text, 0, imp))
+    if is_capsule(x) and not run:
         try:
-            facts = facts_of_capsule(info, "DLPack capsule")
+            facts = facts_of_capsule(peek_capsule(x), "DLPack capsule")
         except BufferError as e:
             raise Impossible(BufferError, str(e)) from None
-        p.import_step = (_CAPSULE_STEP, _ok, 0)
-    else:
-        facts, p.import_step = _import(ctx, source, p.kind, p.src_ns, p.copy)
-        consumed = is_capsule(x)
-        if facts.import_copy is not None:
-            p.fresh = True
-    p.facts = facts
-    p.b.summary = facts.summary()
-    if consumed:
-        ctx.obj = None
+        return _Inspected(facts, Step(_CAPSULE_STEP, 0, _ok))
+    source = ns.source(x) if ns is not None else x
+    tensor, facts, step = _import(source, src.kind, ns, copy)
+    return _Inspected(facts, step, tensor, consumed=is_capsule(x))
 
 
-def _check_dtype(p: _Planning) -> str:
+def _check_dtype(target: nsmod.Namespace, facts: Facts) -> str:
     """3. The target must have the dtype (and arrays of the shape): how it imports it."""
-    route = p.target.dtype_route(p.facts.dtype)
+    route = target.dtype_route(facts.dtype)
     if route.startswith("refuse:"):
         raise Impossible(BufferError, route.removeprefix("refuse:").strip())
-    refusal = p.target.shape_refusal(p.facts.shape)
+    refusal = target.shape_refusal(facts.shape)
     if refusal:
         raise Impossible(BufferError, refusal)
     return route
 
 
-def _choose_device(p: _Planning) -> tuple[Device, Device]:
+def _choose_device(
+    target: nsmod.Namespace, here: Device, want: Device | None, copy: bool | None
+) -> tuple[Device, Device]:
     """4. Where the data is, and where the result lives: where the data is (which the target
     must be able to hold), or ``device=``."""
-    target, want = p.target, p.want
-    src_dev = p.facts.device
-    dest = src_dev if want is None else want
-    if want is not None and _satisfies(src_dev, want, target):
-        dest = src_dev
+    dest = here if want is None or _satisfies(here, want, target) else want
     if not target.can_hold(dest):
         hint = target.device_hint()
         if want is None:
             extra = " (or use dlbridge.to_numpy / dlbridge.to_host)" if hint == "cpu" else ""
             raise Impossible(
                 BufferError,
-                f"{p.name} arrays cannot live on {src_dev}, where the data is; pass "
+                f"{target.name} arrays cannot live on {here}, where the data is; pass "
                 f"device={hint!r} to copy it there{extra}",
             )
         devs = ", ".join(str(d) for d in target.devices()) or "none found"
-        raise Impossible(BufferError, f"{p.name} has no arrays on {want} (its devices: {devs})")
-    p.b.device = dest
-    if _copy_decision(src_dev, dest, p.copy, False, False) == "refuse transfer":
+        raise Impossible(
+            BufferError, f"{target.name} has no arrays on {want} (its devices: {devs})"
+        )
+    if _copy_decision(here, dest, copy, False, False) == "refuse transfer":
         raise Impossible(
             BufferError,
-            f"the data is on {src_dev} and device={dest} needs a copy, which copy=False "
+            f"the data is on {here} and device={dest} needs a copy, which copy=False "
             "forbids; pass copy=None to allow it",
         )
-    return src_dev, dest
+    return here, dest
 
 
 def _layout_and_flags(
-    p: _Planning, route: str, src: Device, dest: Device
-) -> tuple[str | None, str | None]:
-    """5, 6. Why the target cannot alias the layout, and the read-only data, as they are;
-    then the import step (left out when a torch tensor goes straight to the host)."""
-    target, facts = p.target, p.facts
+    target: nsmod.Namespace, facts: Facts, fresh: bool, route: str, src: Device, dest: Device
+) -> _Path:
+    """5, 6. Why the target cannot alias the layout, and the read-only data, as they are."""
     problem = target.layout_problem(facts.layout()) if route != "host_copy" else None
-    ro = facts.readonly and not p.fresh
+    ro = facts.readonly and not fresh
     ro_problem = target.readonly_why if ro and not target.alias_readonly else None
-    step = p.import_step
-    if step is not None and not (dest != src and dest.is_host_accessible and step[2] == 0
-                                 and p.own_facts):
-        text, fn, n = step
-        if text:
-            p.b.add(text, fn, n, why=facts.import_copy)
-    return problem, ro_problem
+    return _Path(route, src, dest, problem, ro_problem)
+
+
+def _kept_import_step(step: Step, src: _Source, path: _Path) -> list[Step]:
+    """The import step, unless it says nothing (a Tensor) or a torch tensor goes straight to
+    the host (its own copy there is the import)."""
+    straight_to_host = path.moving and path.dest.is_host_accessible and step.copies == 0
+    if not step.text or (straight_to_host and src.own_facts):
+        return []
+    return [step]
 
 
 def _copy_reasons(layout_problem: str | None, readonly_problem: str | None) -> list[str]:
@@ -607,54 +582,54 @@ def _copy_reasons(layout_problem: str | None, readonly_problem: str | None) -> l
     return out
 
 
-def _move(p: _Planning, path: _Path) -> None:
+def _move(
+    target: nsmod.Namespace, facts: Facts, path: _Path, copy: bool | None, kind: str, bare: bool
+) -> list[Step]:
     """4. Another device: device to host, host to device, or device to device (staged through
     the host when no library copies directly), with a C-order copy on the host for a layout
     the target cannot take."""
-    b, ctx, x, target, route = p.b, p.ctx, p.x, p.target, path.route
-    src_dev, dest, problem = path.src, path.dest, path.problem
-    lay = p.facts.layout()
+    route, here, dest, problem = path.route, path.src, path.dest, path.problem
+    lay, readonly = facts.layout(), facts.readonly
     if dest.is_host_accessible:
-        _plan_to_host(b, ctx, x, src_dev, dest, p.src_ns, p.kind, readonly=p.facts.readonly)
-        p.fresh = True
+        steps = [_to_host_step(kind, bare, here, dest, dest, readonly=readonly)]
         if problem:
-            b.add(
-                "C-order copy on the host if the transferred data still has this layout: "
-                f"{problem}",
-                _host_fix(target, lay), 1, why=problem,
-            )
-        _final(b, target, route, expect_alias=True, copy=p.copy)
-        return
-    if src_dev.is_host_accessible:
+            steps.append(Step(
+                f"C-order copy on the host if the transferred data still has this layout: "
+                f"{problem}", 1, _host_fix(target, lay), why=problem,
+            ))
+        return [*steps, _final(target, route, expect_alias=True, copy=copy)]
+    if here.is_host_accessible:
         reasons = _copy_reasons(problem, None)
+        steps = []
         if reasons:  # fix the layout on the host first, where dlbridge can copy
-            b.add(f"C-order copy on the host: {'; '.join(reasons)}", _copy_host, 1,
-                  why=reasons[0])
-        _plan_from_host(b, target, route, src_dev, dest)
-        return
-    # device to another device
-    if src_dev.type == nsmod.CUDA and dest.type == nsmod.CUDA:
+            steps.append(Step(f"C-order copy on the host: {'; '.join(reasons)}", 1, _copy_host,
+                              why=reasons[0]))
+        return steps + _from_host_steps(target, route, here, dest)
+    if here.type == nsmod.CUDA and dest.type == nsmod.CUDA:
         def d2d(c: Ctx) -> None:
             c.tensor = from_dlpack(c.tensor if c.obj is None else c.obj, device=str(dest))
 
-        b.add(f"device-to-device copy {src_dev} -> {dest} (asked of the producer, else dlbridge)",
-              d2d, 1, why=f"the data is on {src_dev} and device={dest}")
-        _final(b, target, route, expect_alias=True, copy=p.copy)
-        return
-    _plan_to_host(b, ctx, x, src_dev, Device("cpu"), p.src_ns, p.kind, staged=True,
-                  readonly=p.facts.readonly)
+        text = f"device-to-device copy {here} -> {dest} (asked of the producer, else dlbridge)"
+        return [Step(text, 1, d2d, why=f"the data is on {here} and device={dest}"),
+                _final(target, route, expect_alias=True, copy=copy)]
+    cpu = Device("cpu")
+    steps = [_to_host_step(kind, bare, here, cpu, dest, staged=True, readonly=readonly)]
     if problem:
-        b.add(f"C-order copy on the host: {problem}", _host_fix(target, lay), 1, why=problem)
-    _plan_from_host(b, target, route, Device("cpu"), dest)
+        steps.append(Step(f"C-order copy on the host: {problem}", 1, _host_fix(target, lay),
+                          why=problem))
+    return steps + _from_host_steps(target, route, cpu, dest)
 
 
-def _copy_in_place(p: _Planning, path: _Path) -> None:
+def _copy_in_place(
+    target: nsmod.Namespace, facts: Facts, fresh: bool, path: _Path, copy: bool | None,
+    bare: bool,
+) -> tuple[list[Step], list[str]]:
     """5, 6, 7 on the data's own device: the copy the layout, the read-only flag or
-    ``copy=True`` needs (a BufferError under ``copy=False``); then 8, the target's import."""
-    b, target, route, name = p.b, p.target, path.route, p.name
-    src_dev, facts, copy = path.src, p.facts, p.copy
+    ``copy=True`` needs (a BufferError under ``copy=False``); then 8, the target's import.
+    Returns the steps and the notes."""
+    route, name, here = path.route, target.name, path.src
     reasons = _copy_reasons(path.problem, path.ro_problem)
-    decision = _copy_decision(src_dev, None, copy, bool(reasons), p.fresh)
+    decision = _copy_decision(here, None, copy, bool(reasons), fresh)
     if decision == "copy" and not reasons:
         reasons = ["copy=True asks for a copy"]
     if route == "host_copy":
@@ -665,8 +640,8 @@ def _copy_in_place(p: _Planning, path: _Path) -> None:
                 "legacy capsules, which cannot carry DLPack 1.1 dtypes); only a copy can, which "
                 "copy=False forbids",
             )
-        _final(b, target, route, expect_alias=False, copy=copy)
-        return
+        return [_final(target, route, expect_alias=False, copy=copy)], []
+    steps, notes = [], []
     if reasons:
         if decision == "refuse copy":
             raise Impossible(
@@ -674,44 +649,44 @@ def _copy_in_place(p: _Planning, path: _Path) -> None:
                 f"{'; '.join(reasons)}; that needs a copy, which copy=False forbids (pass "
                 "copy=None to let dlbridge copy)",
             )
-        if src_dev.is_host_accessible:
-            b.add(f"C-order copy on the host: {'; '.join(reasons)}", _copy_host, 1,
-                  why=reasons[0])
+        if here.is_host_accessible:
+            steps.append(Step(f"C-order copy on the host: {'; '.join(reasons)}", 1, _copy_host,
+                              why=reasons[0]))
         else:
-            _copy_on_its_device(p, src_dev, reasons)
-    if not reasons and not facts.readonly and target.immutable and not p.fresh:
-        b.notes.append(
+            steps.append(_copy_on_its_device(here, reasons, bare))
+    if not reasons and not facts.readonly and target.immutable and not fresh:
+        notes.append(
             f"the {name} result shares memory with the writable source: {name} treats it as "
             "immutable, but writes through the source show in it (pass copy=True for an "
             "independent array)"
         )
-    _final(b, target, route, expect_alias=not reasons and not p.fresh, copy=copy)
+    expect_alias = not reasons and not fresh
+    return [*steps, _final(target, route, expect_alias=expect_alias, copy=copy)], notes
 
 
-def _copy_on_its_device(p: _Planning, src_dev: Device, reasons: list[str]) -> None:
-    """The copy on ``src_dev``, where the data is, not the host: by dlbridge (CUDA), the
-    producer, or a library that can copy there."""
-    ctx = p.ctx
-    bare = ctx.obj is None or isinstance(ctx.obj, Tensor)
-    helper = nsmod.device_helper(src_dev)
-    if src_dev.dlbridge_copies_from:
+def _copy_on_its_device(here: Device, reasons: list[str], bare: bool) -> Step:
+    """The copy on ``here``, where the data is, not the host: by dlbridge (CUDA), the
+    producer (unless the source is ``bare``: a Tensor or consumed capsule), or a library that
+    can copy there."""
+    helper = nsmod.device_helper(here)
+    if here.dlbridge_copies_from:
         who = "dlbridge" if bare else "the producer, else dlbridge"
     elif bare:
         if helper is None:
             raise Impossible(
                 BufferError,
-                f"{'; '.join(reasons)}; dlbridge cannot copy memory on {src_dev} and no "
+                f"{'; '.join(reasons)}; dlbridge cannot copy memory on {here} and no "
                 "installed library can",
             )
         who = helper.name
     else:
         who = "the producer" + (f", else {helper.name}" if helper is not None else "")
 
-    def dev_copy(c: Ctx, dev: Device = src_dev) -> None:
+    def dev_copy(c: Ctx, dev: Device = here) -> None:
         c.tensor = _copy_on_device(c, dev)
 
-    p.b.add(f"copy on {src_dev}, made by {who}: {'; '.join(reasons)}", dev_copy, 1,
-            why=reasons[0])
+    return Step(f"copy on {here}, made by {who}: {'; '.join(reasons)}", 1, dev_copy,
+                why=reasons[0])
 
 
 def _copy_forbidden(copy: bool | None) -> bool:
@@ -729,13 +704,14 @@ def _satisfies(here: Device, want: Device, target: nsmod.Namespace) -> bool:
 
 
 def _import(
-    ctx: Ctx, source: Any, kind: str, src_ns: nsmod.Namespace | None, copy: bool | None
-) -> tuple[Facts, tuple[str, Callable[[Ctx], int | None], int]]:
-    """Import the source zero-copy (or with the copy the import itself needs)."""
+    source: Any, kind: str, src_ns: nsmod.Namespace | None, copy: bool | None
+) -> tuple[Tensor, Facts, Step]:
+    """Import the source zero-copy (or with the copy the import itself needs): the tensor,
+    its facts and the step that says so."""
     library = src_ns.name if src_ns is not None else None
     via = _via(source)
     if _read_once(source):
-        return _import_once(ctx, source, kind, library, via, copy)
+        return _import_once(source, kind, library, via, copy)
     try:
         t = from_dlpack(source, copy=False)
     except BufferError as e:
@@ -754,22 +730,21 @@ def _import(
             raise Impossible(
                 BufferError, f"importing {kind} needs a copy ({why}), which copy=False forbids"
             ) from None
-        ctx.tensor = t
         facts = facts_of_tensor(t, kind, library, import_copy=f"the import needs a copy: {why}")
-        return facts, (f"import {kind} as a dlbridge.Tensor through {via} (a copy: {why})", _ok, 1)
+        text = f"import {kind} as a dlbridge.Tensor through {via} (a copy: {why})"
+        return t, facts, Step(text, 1, _ok, why=facts.import_copy)
     except TypeError as e:
         raise Impossible(_type_error_kind(e), str(e)) from None
     except ValueError as e:
         raise Impossible(ValueError, str(e)) from None
     except Exception as e:  # noqa: BLE001 - the producer's own exception type (e.g. TensorFlow's)
         raise Impossible(BufferError, _producer_refused(e)) from None
-    ctx.tensor = t
     facts = facts_of_tensor(t, kind, library)
     if isinstance(source, Tensor):
-        return facts, ("", _ok, 0)  # nothing to say
+        return t, facts, Step("", 0, _ok)  # nothing to say
     if is_capsule(source):
-        return facts, (_CAPSULE_STEP, _ok, 0)
-    return facts, (f"import {kind} as a dlbridge.Tensor through {via} (zero-copy)", _ok, 0)
+        return t, facts, Step(_CAPSULE_STEP, 0, _ok)
+    return t, facts, Step(f"import {kind} as a dlbridge.Tensor through {via} (zero-copy)", 0, _ok)
 
 
 _CAPSULE_STEP = (
@@ -801,8 +776,8 @@ def _producer_refused(e: Exception) -> str:
 
 
 def _import_once(
-    ctx: Ctx, source: Any, kind: str, library: str | None, via: str, copy: bool | None
-) -> tuple[Facts, tuple[str, Callable[[Ctx], int | None], int]]:
+    source: Any, kind: str, library: str | None, via: str, copy: bool | None
+) -> tuple[Tensor, Facts, Step]:
     """:func:`_import` for a stream: one read, with the copy the import needs, if any."""
     try:
         t = from_dlpack(source, copy=False if copy is False else None)
@@ -810,13 +785,14 @@ def _import_once(
         raise Impossible(type(e), str(e)) from None
     except Exception as e:  # noqa: BLE001 - the producer's own exception type
         raise Impossible(BufferError, _producer_refused(e)) from None
-    ctx.tensor = t
     if not t.is_copied:
         facts = facts_of_tensor(t, kind, library)
-        return facts, (f"import {kind} as a dlbridge.Tensor through {via} (zero-copy)", _ok, 0)
+        text = f"import {kind} as a dlbridge.Tensor through {via} (zero-copy)"
+        return t, facts, Step(text, 0, _ok)
     why = "the stream's chunks are joined (or its bit-packed booleans unpacked) into one tensor"
     facts = facts_of_tensor(t, kind, library, import_copy=f"the import needs a copy: {why}")
-    return facts, (f"import {kind} as a dlbridge.Tensor through {via} (a copy: {why})", _ok, 1)
+    text = f"import {kind} as a dlbridge.Tensor through {via} (a copy: {why})"
+    return t, facts, Step(text, 1, _ok, why=facts.import_copy)
 
 
 def _copy_host(c: Ctx) -> None:
@@ -842,27 +818,29 @@ def _host_fix(target: nsmod.Namespace, lay: nsmod.LayoutView) -> Callable[[Ctx],
     return fix
 
 
-def _plan_to_host(
-    b: _Builder, ctx: Ctx, x: Any, src: Device, dest: Device, src_ns: nsmod.Namespace | None,
-    kind: str, staged: bool = False, readonly: bool = False,
-) -> None:
-    bare = ctx.obj is None or isinstance(ctx.obj, Tensor)
-    if src.dlbridge_copies_from:
+def _to_host_step(
+    kind: str, bare: bool, here: Device, dest: Device, goes_to: Device, *, staged: bool = False,
+    readonly: bool = False,
+) -> Step:
+    """The device-to-host copy from ``here`` to ``dest`` of data whose result goes to
+    ``goes_to``: made by the producer (unless the source is ``bare``), dlbridge (CUDA), or a
+    library that can read the device."""
+    if here.dlbridge_copies_from:
         who = "dlbridge" if bare else f"the producer ({kind}), else dlbridge"
     else:
-        helper = nsmod.device_helper(src)
+        helper = nsmod.device_helper(here)
         if bare:
             if helper is None:
                 raise Impossible(
                     BufferError,
-                    f"dlbridge cannot read memory on {src} and no installed library can copy it "
-                    "(for oneAPI devices: pip install dpnp)",
+                    f"dlbridge cannot read memory on {here} and no installed library can copy "
+                    "it (for oneAPI devices: pip install dpnp)",
                 )
-            who = f"{helper.name} (dlbridge cannot read {src} memory itself)"
+            who = f"{helper.name} (dlbridge cannot read {here} memory itself)"
         else:
             who = f"the producer ({kind})"
 
-    def d2h(c: Ctx, s: Device = src) -> int:
+    def d2h(c: Ctx, s: Device = here) -> int:
         c.tensor, made = _to_host(c, s)
         return made
 
@@ -877,42 +855,33 @@ def _plan_to_host(
             "; the producer's copy of read-only data may come back read-only, and then it is "
             "copied once more on the host (a copy is writable)"
         )
-    b.add(f"device-to-host copy {src} -> {dest}, made by {who}{stage}{extra}", d2h, copies,
-          why=f"the data is on {src} and the result goes to {b.device}")
+    return Step(f"device-to-host copy {here} -> {dest}, made by {who}{stage}{extra}", copies,
+                d2h, why=f"the data is on {here} and the result goes to {goes_to}")
 
 
-def _plan_from_host(
-    b: _Builder, target: nsmod.Namespace, route: str, src: Device, dest: Device
-) -> None:
+def _from_host_steps(
+    target: nsmod.Namespace, route: str, here: Device, dest: Device
+) -> list[Step]:
     """Host-to-device: the target library's own transfer, else dlbridge (CUDA), else a library
-    that can reach the device."""
+    that can reach the device; then the target's import."""
     name = target.name
-    why = f"the data is on {src} and device={dest}"
+    why = f"the data is on {here} and device={dest}"
     if type(target).from_host is not nsmod.Namespace.from_host:
         def h2d(c: Ctx) -> None:
             assert c.tensor is not None
             c.result = target.from_host(c.tensor, dest, route)
             c.finished = True
 
-        b.add(
-            f"host-to-device copy {src} -> {dest}, made by {name} (the "
-            f"producer is not asked for {dest})",
-            h2d,
-            1,
-            why=why,
-        )
-        return
+        text = (f"host-to-device copy {here} -> {dest}, made by {name} (the producer is not "
+                f"asked for {dest})")
+        return [Step(text, 1, h2d, why=why)]
     if dest.dlbridge_copies_to:
         def h2d_dlb(c: Ctx) -> None:
             assert c.tensor is not None
             c.tensor = c.tensor.to_device(str(dest))
 
-        b.add(
-            f"host-to-device copy {src} -> {dest}, made by dlbridge (Tensor.to_device)",
-            h2d_dlb,
-            1,
-            why=why,
-        )
+        text = f"host-to-device copy {here} -> {dest}, made by dlbridge (Tensor.to_device)"
+        step = Step(text, 1, h2d_dlb, why=why)
     else:
         helper = nsmod.device_helper(dest)
         if helper is None:
@@ -926,13 +895,16 @@ def _plan_from_host(
             assert c.tensor is not None
             c.tensor = from_dlpack(h.from_host(c.tensor, dest, "dlpack"))
 
-        b.add(f"host-to-device copy {src} -> {dest}, made by {helper.name}", h2d_helper, 1, why=why)
-    _final(b, target, route, expect_alias=True, copy=None)
+        step = Step(f"host-to-device copy {here} -> {dest}, made by {helper.name}", 1, h2d_helper,
+                    why=why)
+    return [step, _final(target, route, expect_alias=True, copy=None)]
 
 
 def _final(
-    b: _Builder, target: nsmod.Namespace, route: str, *, expect_alias: bool, copy: bool | None
-) -> None:
+    target: nsmod.Namespace, route: str, *, expect_alias: bool, copy: bool | None
+) -> Step:
+    """8. The target's import (zero-copy, or the copy its route makes); when dlbridge expects
+    it to alias, the result's address is checked at run time."""
     name = target.name
     imp = target.routes.get(route)
     if name == "dlbridge":
@@ -964,8 +936,7 @@ def _final(
             )
         return 1
 
-    why = imp.why if imp is not None else None
-    b.add(text, final, copies, why=why)
+    return Step(text, copies, final, why=imp.why if imp is not None else None)
 
 
 __all__ = ["Plan", "Request", "Route", "build", "result_ptr"]
