@@ -169,7 +169,7 @@ RAISE: dict[str, Callable[[], Any]] = {
         lambda: dlbridge.from_dlpack(np.zeros(2, pytest.importorskip("ml_dtypes").int4)),
     "tolist() has no Python scalar for …":
         lambda: _fake(dtype="float8_e4m3fn", data=np.zeros(4, np.uint8)).tolist(),
-    "torch tensors cannot have negative strides …, which copy=False forbids":
+    "a copy is needed (torch tensors cannot have negative strides …) and copying is not allowed":
         lambda: (_torch(), dlbridge.convert(np.arange(3.0)[::-1], "torch", copy=False)),
     # TypeError
     "cannot import an object of type …: it offers none of …":

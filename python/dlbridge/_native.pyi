@@ -403,14 +403,15 @@ def to_numpy(x: Any, *, copy: bool | None = None) -> Any:
     general path the dlbridge package registered (``convert(x, "numpy", device="cpu")``)."""
 
 def _copy_decision(
-    here: Any, device: Any, copy: bool | None, needs: bool, fresh: bool
-) -> Literal["keep", "copy", "move", "refuse transfer", "refuse copy"]:
-    """dlbridge's one copy and device rule, which ``from_dlpack``, ``Tensor.to_device`` and the
-    planner of ``convert`` all follow, for data on ``here`` asked for ``device`` and ``copy``:
-    another device is a transfer (``"move"``), a copy the consumer ``needs`` is made, and
-    ``copy=True`` copies unless the data is ``fresh`` (a private copy already); under
-    ``copy=False`` a transfer or needed copy is refused. ``here`` and ``device`` may be None
-    (no device asked)."""
+    here: Any, device: Any, copy: bool | None, needs: bool, fresh: bool, why: str = ""
+) -> tuple[Literal["keep", "copy", "move", "refuse transfer", "refuse copy"], str | None]:
+    """dlbridge's one copy and device rule, which ``from_dlpack``, ``Tensor.to_device``,
+    ``Tensor.copy`` and the planner of ``convert`` all follow, for data on ``here`` asked for
+    ``device`` and ``copy``: another device is a transfer (``"move"``), a copy the consumer
+    ``needs`` is made, and ``copy=True`` copies unless the data is ``fresh`` (a private copy
+    already); under ``copy=False`` a transfer or needed copy is refused. With the decision
+    comes, for a refusal, the message ``from_dlpack`` raises for it (``why``: what needs the
+    copy), else None. ``here`` and ``device`` may be None (no device asked)."""
 
 def _register_fallbacks(to_numpy: Any, by_library: Any) -> None:
     """Called once by the dlbridge package at import: the Python functions this module calls

@@ -418,7 +418,8 @@ def _already_there(
     """1. ``x`` is already a target array where it was asked to be: returned as is (where it
     is, and the step that returns it)."""
     x = src.x
-    if not (src.ns is target and copy is not True and target.is_result(x)):
+    keep = _decided(None, None, copy, needs=False, fresh=False) == "keep"
+    if not (src.ns is target and keep and target.is_result(x)):
         return None
     here = target.device(x)
     if not (want is None or (here is not None and _satisfies(here, want, target))):
@@ -459,11 +460,9 @@ def _resolve(src: _Source, st: nsmod.State, request: Request) -> Step:
             f"or pass {st.option}=True to convert",
         )
     fix = st.fix.split(" (")[0]
-    if st.copies and _copy_forbidden(request.copy):
-        raise Impossible(
-            BufferError,
-            f"the {owner} {st.what}; resolving it with {fix} is a copy, which copy=False forbids",
-        )
+    if st.copies:
+        why = f"the {owner} {st.what}; resolving it with {fix} is a copy"
+        _decided(None, None, request.copy, needs=True, fresh=False, why=why)
 
     def apply(c: Ctx, f: Callable[[Any], Any] | None = st.apply) -> None:
         c.obj = f(c.obj) if f is not None else c.obj
@@ -541,12 +540,7 @@ def _choose_device(
         raise Impossible(
             BufferError, f"{target.name} has no arrays on {want} (its devices: {devs})"
         )
-    if _copy_decision(here, dest, copy, False, False) == "refuse transfer":
-        raise Impossible(
-            BufferError,
-            f"the data is on {here} and device={dest} needs a copy, which copy=False "
-            "forbids; pass copy=None to allow it",
-        )
+    _decided(here, dest, copy, needs=False, fresh=False)
     return here, dest
 
 
@@ -628,27 +622,17 @@ def _copy_in_place(
     ``copy=True`` needs (a BufferError under ``copy=False``); then 8, the target's import.
     Returns the steps and the notes."""
     route, name, here = path.route, target.name, path.src
+    if route == "host_copy":
+        why = (f"{name} cannot import {facts.dtype} through DLPack (its from_dlpack asks for "
+               "legacy capsules, which cannot carry DLPack 1.1 dtypes); only a copy can")
+        _decided(None, None, copy, needs=True, fresh=False, why=why)
+        return [_final(target, route, expect_alias=False, copy=copy)], []
     reasons = _copy_reasons(path.problem, path.ro_problem)
-    decision = _copy_decision(here, None, copy, bool(reasons), fresh)
+    decision = _decided(here, None, copy, bool(reasons), fresh, why="; ".join(reasons))
     if decision == "copy" and not reasons:
         reasons = ["copy=True asks for a copy"]
-    if route == "host_copy":
-        if _copy_forbidden(copy):
-            raise Impossible(
-                BufferError,
-                f"{name} cannot import {facts.dtype} through DLPack (its from_dlpack asks for "
-                "legacy capsules, which cannot carry DLPack 1.1 dtypes); only a copy can, which "
-                "copy=False forbids",
-            )
-        return [_final(target, route, expect_alias=False, copy=copy)], []
     steps, notes = [], []
     if reasons:
-        if decision == "refuse copy":
-            raise Impossible(
-                BufferError,
-                f"{'; '.join(reasons)}; that needs a copy, which copy=False forbids (pass "
-                "copy=None to let dlbridge copy)",
-            )
         if here.is_host_accessible:
             steps.append(Step(f"C-order copy on the host: {'; '.join(reasons)}", 1, _copy_host,
                               why=reasons[0]))
@@ -689,10 +673,19 @@ def _copy_on_its_device(here: Device, reasons: list[str], bare: bool) -> Step:
                 why=reasons[0])
 
 
-def _copy_forbidden(copy: bool | None) -> bool:
-    """Whether a copy the target needs is refused: dlbridge's one copy rule, decided in Rust
-    for its own imports and for this planner alike."""
-    return _copy_decision(None, None, copy, True, False) == "refuse copy"
+def _decided(
+    here: Device | None, device: Device | None, copy: bool | None, needs: bool, fresh: bool,
+    why: str = "", worded: str | None = None,
+) -> str:
+    """dlbridge's one copy and device rule, decided in Rust for ``from_dlpack``, ``Tensor.copy``,
+    ``Tensor.to_device`` and this planner alike (``_native._copy_decision``): ``"keep"``,
+    ``"copy"`` or ``"move"``. A refusal (``copy=False`` against a transfer, or against a copy
+    needed because of ``why``) is :class:`Impossible`, with the rule's own message (or
+    ``worded``: that message as ``from_dlpack`` raised it already)."""
+    decision, refusal = _copy_decision(here, device, copy, needs, fresh, why)
+    if refusal is not None:
+        raise Impossible(BufferError, worded or refusal)
+    return decision
 
 
 def _satisfies(here: Device, want: Device, target: nsmod.Namespace) -> bool:
@@ -726,10 +719,8 @@ def _import(
             raise Impossible(BufferError, str(e2)) from None
         except Exception as e2:  # noqa: BLE001 - the producer's own exception type
             raise Impossible(BufferError, _producer_refused(e2)) from None
-        if _copy_forbidden(copy):
-            raise Impossible(
-                BufferError, f"importing {kind} needs a copy ({why}), which copy=False forbids"
-            ) from None
+        # from_dlpack's refusal under copy=False is the rule's message already
+        _decided(None, None, copy, needs=True, fresh=False, worded=why)
         facts = facts_of_tensor(t, kind, library, import_copy=f"the import needs a copy: {why}")
         text = f"import {kind} as a dlbridge.Tensor through {via} (a copy: {why})"
         return t, facts, Step(text, 1, _ok, why=facts.import_copy)
@@ -780,7 +771,9 @@ def _import_once(
 ) -> tuple[Tensor, Facts, Step]:
     """:func:`_import` for a stream: one read, with the copy the import needs, if any."""
     try:
-        t = from_dlpack(source, copy=False if copy is False else None)
+        # copy=False goes on to from_dlpack, whose rule refuses a join; copy=True is left to
+        # the steps after (this import's copy, if any, counts as the one asked for).
+        t = from_dlpack(source, copy=None if copy else copy)
     except (TypeError, ValueError, BufferError) as e:
         raise Impossible(type(e), str(e)) from None
     except Exception as e:  # noqa: BLE001 - the producer's own exception type
@@ -914,10 +907,8 @@ def _final(
     else:
         text = f"{name}: {target.importer or name + '.from_dlpack'} (zero-copy)"
     copies = 1 if imp is not None and imp.copies else 0
-    if imp is not None and copies and _copy_forbidden(copy):
-        raise Impossible(
-            BufferError, f"{name}: {imp.text}, which copy=False forbids; pass copy=None"
-        )
+    if imp is not None and copies:
+        _decided(None, None, copy, needs=True, fresh=False, why=f"{name}: {imp.text}")
 
     def final(c: Ctx) -> int | None:
         t = c.tensor
@@ -929,11 +920,11 @@ def _final(
         got = result_ptr(c.result)
         if got is None or got == int(t.data_ptr):
             return None
-        if _copy_forbidden(copy):
-            raise BufferError(
-                f"{name} copied the data on import (dlbridge expected it to alias it); refused "
-                "under copy=False"
-            )
+        try:
+            why = f"{name} copied the data on import (dlbridge expected it to alias it)"
+            _decided(None, None, copy, needs=True, fresh=False, why=why)
+        except Impossible as e:
+            raise BufferError(e.message) from None
         return 1
 
     return Step(text, copies, final, why=imp.why if imp is not None else None)

@@ -64,6 +64,21 @@ pub(crate) enum Refusal {
     Copy,
 }
 
+impl Refusal {
+    /// The one wording of a `copy=False` refusal, for `from_dlpack` and the planner of
+    /// `convert` alike: a transfer from `here` to `device`, or a copy needed because of `why`.
+    pub(crate) fn error(self, here: Device, device: Option<Device>, why: &str) -> Error {
+        let reason = match self {
+            Refusal::Transfer => format!(
+                "the data is on {here} and device={} needs a transfer",
+                device.unwrap_or(here)
+            ),
+            Refusal::Copy => why.to_owned(),
+        };
+        Error::CopyRequired { reason }
+    }
+}
+
 /// The one copy and device rule of `from_dlpack`, `Tensor.to_device` and the planner of
 /// `convert`, for data on `here` asked for `device` and `copy` (the array API's rule):
 ///
@@ -612,16 +627,12 @@ fn import_dlpack(
             call_dlpack(obj, &method, &kwargs)
         }
         Err(err) => {
-            let reason = if copy == Some(false) {
-                "copy=False forbids the transfer".to_owned()
-            } else {
-                format!(
-                    "the producer refused ({err}) and dlbridge cannot reach {target} from {here} itself"
-                )
+            let refused: PyErr = match decide(here, Some(target), copy, false, false) {
+                Decision::Refuse(refusal) => refusal.error(here, Some(target), "").into(),
+                _ => PyBufferError::new_err(format!(
+                    "cannot import data on {here} to {target}: the producer refused ({err}) and dlbridge cannot reach {target} from {here} itself; import it where it is (device=None) or copy it with the producer's own transfer function"
+                )),
             };
-            let refused = PyBufferError::new_err(format!(
-                "cannot import data on {here} to {target}: {reason}; import it where it is (device=None) or copy it with the producer's own transfer function"
-            ));
             refused.set_cause(py, Some(err));
             Err(refused)
         }
@@ -694,17 +705,9 @@ pub(crate) fn apply_policy(
     // the copy `copy=True` asks for when it is also C-contiguous, as dlbridge's copies are.
     let fresh = tensor.is_copied() && (tensor.is_c_contiguous() || !here.is_host_accessible());
     match decide(here, device, copy, needs_realignment(tensor), fresh) {
-        Decision::Refuse(Refusal::Transfer) => Err(Error::CopyRequired {
-            reason: format!(
-                "the data is on {here} and device={} needs a transfer",
-                device.unwrap_or(here)
-            ),
-        }
-        .into()),
-        Decision::Refuse(Refusal::Copy) => Err(Error::CopyRequired {
-            reason: "the data is not aligned to its item size".to_owned(),
-        }
-        .into()),
+        Decision::Refuse(refusal) => Err(refusal
+            .error(here, device, "the data is not aligned to its item size")
+            .into()),
         Decision::Move(target) => Ok(Some(cuda::to_device(
             tensor,
             target,

@@ -61,18 +61,22 @@ fn instance<'a, 'py, T: PyTypeInfo>(obj: &'a Bound<'py, PyAny>) -> Option<&'a Bo
         .flatten()
 }
 
-/// `_native._copy_decision(here, device, copy, needs, fresh)`: [`import::decide`], the copy
-/// and device rule of `from_dlpack`, asked by the planner of `convert` (which words its own
-/// refusals): `"keep"`, `"copy"`, `"move"`, `"refuse transfer"` or `"refuse copy"`. `here`
-/// and `device` may be None (no device asked: where the data is does not matter).
+/// `_native._copy_decision(here, device, copy, needs, fresh, why="")`: [`import::decide`], the
+/// copy and device rule of `from_dlpack`, asked by the planner of `convert`: `"keep"`,
+/// `"copy"`, `"move"`, `"refuse transfer"` or `"refuse copy"`, and for a refusal the message
+/// `from_dlpack` raises for it ([`import::Refusal::error`]; `why`: what needs the copy), else
+/// None. `here` and `device` may be None (no device asked: where the data is does not matter).
 #[pyfunction]
+#[pyo3(signature = (here, device, copy, needs, fresh, why=""))]
 fn _copy_decision(
+    py: Python<'_>,
     here: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     copy: Option<bool>,
     needs: bool,
     fresh: bool,
-) -> PyResult<&'static str> {
+    why: &str,
+) -> PyResult<(&'static str, Option<String>)> {
     let parse = |d: Option<&Bound<'_, PyAny>>| {
         d.filter(|d| !d.is_none())
             .map(types::parse_device)
@@ -80,12 +84,16 @@ fn _copy_decision(
     };
     let device = parse(device)?;
     let here = parse(here)?.or(device).unwrap_or(Device::CPU);
+    let refused = |refusal: import::Refusal| {
+        let err: PyErr = refusal.error(here, device, why).into();
+        Some(err.value(py).to_string())
+    };
     Ok(match import::decide(here, device, copy, needs, fresh) {
-        import::Decision::Keep => "keep",
-        import::Decision::Copy => "copy",
-        import::Decision::Move(_) => "move",
-        import::Decision::Refuse(import::Refusal::Transfer) => "refuse transfer",
-        import::Decision::Refuse(import::Refusal::Copy) => "refuse copy",
+        import::Decision::Keep => ("keep", None),
+        import::Decision::Copy => ("copy", None),
+        import::Decision::Move(_) => ("move", None),
+        import::Decision::Refuse(r @ import::Refusal::Transfer) => ("refuse transfer", refused(r)),
+        import::Decision::Refuse(r @ import::Refusal::Copy) => ("refuse copy", refused(r)),
     })
 }
 

@@ -83,24 +83,40 @@ pub(super) fn import_object(
     Ok(PyTensor::of(tensor, row_and_cell_names(cell_names)))
 }
 
-/// `from_dlpack(t, device=..., copy=...)` of a dlbridge Tensor `t`: what [`import::decide`]
-/// decides (moved as `to_device` moves it, copied as `t.copy()` copies it: `t` is the
-/// caller's, so even a fresh copy it holds is aliased, as `IS_COPIED` speaks of the import that
-/// made it), then `t` as the import policy leaves it (its refusals, realignment).
+/// `from_dlpack(t, device=..., copy=...)` of a dlbridge Tensor `t`: [`exchanged`] (moved as
+/// `to_device` moves it, copied as `t.copy()` copies it), then `t` as the import policy leaves
+/// it (its refusals, realignment).
 pub(super) fn reimported<'py>(
     t: &Bound<'py, PyTensor>,
     device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    let t = match import::decide(t.get().0.device(), device, copy, false, false) {
-        import::Decision::Move(target) => moved_to(t, target, None)?,
-        import::Decision::Copy => return copy_of(t, Order::C),
-        // A refusal is `apply_policy`'s, with its message.
-        import::Decision::Keep | import::Decision::Refuse(_) => t.clone(),
-    };
+    let here = t.get().0.device();
+    // SAFETY: no stream is named (None), so no handle reaches the driver.
+    let stream = unsafe { cuda::transfer_stream(here, device.unwrap_or(here), None) }?;
+    let t = exchanged(t, device, copy, Order::C, stream)?;
     match import::apply_policy(&t.get().0, device, copy)? {
         None => Ok(t),
         Some(copied) => Bound::new(t.py(), PyTensor::of(copied, t.get().1.clone())),
+    }
+}
+
+/// What `t` becomes when asked for `device` and `copy`: what [`import::decide`] decides, for a
+/// tensor the caller holds (so never fresh: even a fresh copy it holds is aliased, as
+/// `IS_COPIED` speaks of the import that made it), carried out: moved on `stream`, copied in
+/// `order` where it is, or `t` itself. `t.copy()`, `t.to_device()` and `from_dlpack(t)` all
+/// ask it; a refusal is left to [`import::apply_policy`], which words it.
+fn exchanged<'py>(
+    t: &Bound<'py, PyTensor>,
+    device: Option<Device>,
+    copy: Option<bool>,
+    order: Order,
+    stream: cuda::StreamRequest,
+) -> PyResult<Bound<'py, PyTensor>> {
+    match import::decide(t.get().0.device(), device, copy, false, false) {
+        import::Decision::Move(target) => moved_to(t, target, stream),
+        import::Decision::Copy => copy_of(t, order),
+        import::Decision::Keep | import::Decision::Refuse(_) => Ok(t.clone()),
     }
 }
 
@@ -146,23 +162,14 @@ fn copied_where_it_is(
     }
 }
 
-pub(super) fn moved_to<'py>(
+/// `slf` copied to `target` (another device) on `stream`; memory dlbridge cannot move itself
+/// is moved by the library that owns it ([`made_by_library`]).
+fn moved_to<'py>(
     slf: &Bound<'py, PyTensor>,
     target: Device,
-    stream: Option<&Bound<'py, PyAny>>,
+    stream: cuda::StreamRequest,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    let tensor = &slf.get().0;
-    let value = stream_value(stream)?;
-    // SAFETY: a `stream` integer from Python is the caller's promise that it names a live
-    // stream (DLPack's contract); dlbridge hands it to the driver as is.
-    let request = unsafe { cuda::transfer_stream(tensor.device(), target, value) }?;
-    // Validated first, so that a bad `stream` is refused whether or not a copy is needed.
-    let import::Decision::Move(target) =
-        import::decide(tensor.device(), Some(target), None, false, false)
-    else {
-        return Ok(slf.clone());
-    };
-    let moved = match cuda::to_device(tensor, target, request) {
+    let moved = match cuda::to_device(&slf.get().0, target, stream) {
         Ok(moved) => moved,
         Err(err @ crate::Error::UnsupportedDevice { .. }) => {
             let kwargs = PyDict::new(slf.py());
@@ -332,13 +339,14 @@ impl PyTensor {
         let tensor = &slf.get().0;
         let flavor = Flavor::for_max_version(max_version);
         let own = tensor.device();
-        let copy_for_legacy =
-            flavor == Flavor::Legacy && tensor.is_readonly() && copy != Some(false);
+        // A legacy capsule cannot say read-only: such data needs a writable copy (refused
+        // under copy=False by the export's own error, which names the ways out).
+        let needs = flavor == Flavor::Legacy && tensor.is_readonly();
         if own.kind == DeviceType::CPU
             && stream.is_none()
             && dl_device.is_none()
             && copy.is_none()
-            && !copy_for_legacy
+            && !needs
         {
             // The common exchange: host data, no stream to order, no device or copy asked.
             return capsule::export(py, tensor.export(flavor)?);
@@ -358,13 +366,11 @@ impl PyTensor {
                 "dl_device={target} does not exist: DLPack numbers the host CPU 0"
             )));
         }
-        if target != own && copy == Some(false) {
-            return Err(PyBufferError::new_err(format!(
-                "the data is on {own}; exporting it to {target} needs a copy, which copy=False forbids"
-            )));
-        }
-        let managed = if target != own {
-            match cuda::to_device(tensor, target, request) {
+        let managed = match import::decide(own, Some(target), copy, needs, false) {
+            import::Decision::Refuse(refusal @ import::Refusal::Transfer) => {
+                return Err(refusal.error(own, Some(target), "").into());
+            }
+            import::Decision::Move(target) => match cuda::to_device(tensor, target, request) {
                 Ok(moved) => moved.export_owned(flavor)?,
                 Err(err @ crate::Error::UnsupportedDevice { .. }) => {
                     let kwargs = PyDict::new(py);
@@ -374,15 +380,16 @@ impl PyTensor {
                         .export_owned(flavor)?
                 }
                 Err(err) => return Err(err.into()),
+            },
+            import::Decision::Copy if cuda::copies_from(own) => {
+                copied_where_it_is(tensor, Order::C, request)?.export_owned(flavor)?
             }
-        } else if (copy == Some(true) || copy_for_legacy) && cuda::copies_from(own) {
-            copied_where_it_is(tensor, Order::C, request)?.export_owned(flavor)?
-        } else if copy == Some(true) || copy_for_legacy {
             // Memory dlbridge cannot copy itself (oneAPI...): the owning library's copy.
-            copied(slf, Order::C)?.0.export_owned(flavor)?
-        } else {
-            cuda::order_for_consumer(tensor, request)?;
-            tensor.export(flavor)?
+            import::Decision::Copy => copied(slf, Order::C)?.0.export_owned(flavor)?,
+            import::Decision::Keep | import::Decision::Refuse(import::Refusal::Copy) => {
+                cuda::order_for_consumer(tensor, request)?;
+                tensor.export(flavor)?
+            }
         };
         capsule::export(py, managed)
     }
@@ -539,7 +546,8 @@ impl PyTensor {
     /// tensor's own device (CUDA data is copied on the GPU).
     #[pyo3(signature = (order="C"))]
     fn copy<'py>(slf: &Bound<'py, Self>, order: &str) -> PyResult<Bound<'py, PyTensor>> {
-        copy_of(slf, order.parse()?)
+        let stream = cuda::StreamRequest::Default;
+        exchanged(slf, None, Some(true), order.parse()?, stream)
     }
 
     /// This tensor on `device`: itself when it is already there, else a copy (`is_copied` when
@@ -553,7 +561,13 @@ impl PyTensor {
         device: &Bound<'py, PyAny>,
         stream: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTensor>> {
-        moved_to(slf, parse_device(device)?, stream)
+        let (here, target) = (slf.get().0.device(), parse_device(device)?);
+        let value = stream_value(stream)?;
+        // SAFETY: a `stream` integer from Python is the caller's promise that it names a live
+        // stream (DLPack's contract); dlbridge hands it to the driver as is. Validated first,
+        // so that a bad `stream` is refused whether or not a copy is needed.
+        let stream = unsafe { cuda::transfer_stream(here, target, value) }?;
+        exchanged(slf, Some(target), None, Order::C, stream)
     }
 
     /// A C-contiguous tensor with the same values, on the same device: itself when already
