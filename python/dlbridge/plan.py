@@ -461,8 +461,8 @@ def _resolve(src: _Source, st: nsmod.State, request: Request) -> Step:
         )
     fix = st.fix.split(" (")[0]
     if st.copies:
-        why = f"the {owner} {st.what}; resolving it with {fix} is a copy"
-        _decided(None, None, request.copy, needs=True, fresh=False, why=why)
+        needed = f"the {owner} {st.what}; resolving it with {fix} is a copy"
+        _decided(None, None, request.copy, needs=True, fresh=False, why=needed)
 
     def apply(c: Ctx, f: Callable[[Any], Any] | None = st.apply) -> None:
         c.obj = f(c.obj) if f is not None else c.obj
