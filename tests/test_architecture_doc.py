@@ -1,8 +1,9 @@
-"""docs/ARCHITECTURE.md says what the code does: the lint rules pyproject.toml selects, and
-every crate-private module of the Rust crate's Python layer."""
+"""docs/ARCHITECTURE.md says what the code does: the lint rules pyproject.toml selects,
+every crate-private module of the Rust crate's Python layer, and the planner's steps it names."""
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from pathlib import Path
@@ -31,3 +32,16 @@ def test_every_crate_private_python_module_is_listed():
     listed = text.split("Crate-private:", 1)[1].split("\n- ", 1)[0]
     missing = [name for name in private if f"`{name}`" not in listed]
     assert not missing, f"docs/ARCHITECTURE.md's crate-private list lacks {missing}"
+
+
+def test_the_planner_steps_named_are_the_planners():
+    text = ARCHITECTURE.read_text()
+    paragraph = text.split("`plan.py`: the planner behind both.", 1)[1].split("\n- ", 1)[0]
+    named = set(re.findall(r"`(_[A-Za-z_]+)", paragraph))
+    assert len(named) > 10, named
+    tree = ast.parse((REPO / "python" / "dlbridge" / "plan.py").read_text())
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    imported = {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom)
+                for a in n.names}
+    missing = sorted(named - defined - imported)
+    assert not missing, f"docs/ARCHITECTURE.md names planner functions plan.py lacks: {missing}"

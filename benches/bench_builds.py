@@ -1,0 +1,105 @@
+"""Two builds of the extension, side by side in one process: the exchanges whose cost is
+dlbridge's own, timed for the installed build and for another build of ``_native``
+(``--before PATH``, e.g. an earlier commit's ``lib_native.so``), interleaved as
+``bench_exchange.py`` interleaves a row's two sides.
+
+The other build is loaded from its file under another module name: its functions and types
+are its own (a Tensor it makes is exported by its own code), and the peers are the same
+objects for both sides. Only the extension is compared; the Python package is the installed
+one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_exchange import FULL, N_ELEMS, QUICK
+from harness import (
+    command_line,
+    cpu_model,
+    fmt_ratio,
+    git_rev,
+    loadavg,
+    measure_pair,
+    median_ratio,
+    native_build,
+    utc_now,
+)
+
+#: the statements timed for each build: ``{dlb}`` is that build's module, ``{tensor}`` a
+#: Tensor that build made from ``np_array``
+ROWS = (
+    "{dlb}.from_dlpack(np_array)",
+    "{dlb}.from_dlpack(torch_t)",
+    "{dlb}.from_dlpack(pa_array)",
+    "{dlb}.from_dlpack({tensor})",
+    "np.from_dlpack({tensor})",
+    "torch.from_dlpack({tensor})",
+    "{tensor}.__dlpack__()",
+    "{tensor}.to_device('cpu')",
+    "{tensor}.copy()",
+)
+
+
+def load_build(path: Path) -> ModuleType:
+    """The extension at ``path``, loaded as a module of its own (its init function is found
+    by the last part of the name, ``_native``)."""
+    spec = importlib.util.spec_from_file_location("_dlbridge_other_build._native", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def side(dlb: ModuleType, np_array: Any, suffix: str) -> dict[str, Any]:
+    """One build's names in the namespace both sides' statements run in."""
+    return {f"dlb{suffix}": dlb, f"tensor{suffix}": dlb.from_dlpack(np_array)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--before", type=Path, required=True, help="the other build's extension file")
+    ap.add_argument("--quick", action="store_true", help="few samples, for smoke tests")
+    ap.add_argument("--samples", type=int, help="samples per side (default 41, quick 5)")
+    ap.add_argument("--number", type=int, help="calls per sample (default 2000, quick 200)")
+    args = ap.parse_args(argv)
+    params = dict(QUICK if args.quick else FULL)
+    params.update({k: v for k, v in (("samples", args.samples), ("number", args.number)) if v})
+
+    import numpy as np
+    import pyarrow as pa
+    import torch
+
+    import dlbridge._native as after
+
+    np_array = np.arange(N_ELEMS, dtype=np.float32)
+    peers = {"np": np, "torch": torch, "np_array": np_array, "pa_array": pa.array(np_array),
+             "torch_t": torch.arange(N_ELEMS, dtype=torch.float32)}
+    before = load_build(args.before)
+    ns = {**peers, **side(after, np_array, "_a"), **side(before, np_array, "_b")}
+    print(f"- date: {utc_now()}; command: `{command_line('benches/bench_builds.py', argv)}`")
+    print(f"- after: commit {git_rev()}, extension {native_build(sys.modules['dlbridge'])}")
+    print(f"- before: extension {native_build(SimpleNamespace(_native=before))}")
+    print(f"- {params['samples']} samples x {params['number']} calls per side, interleaved; "
+          f"CPU: {cpu_model()}; load average at start: {loadavg()}")
+    print("\n| exchange | before (ns, min / median) | after (ns, min / median) | after / before |")
+    print("|---|---|---|---|")
+    for row in ROWS:
+        a, b = measure_pair(row.format(dlb="dlb_a", tensor="tensor_a"),
+                            row.format(dlb="dlb_b", tensor="tensor_b"), ns,
+                            number=params["number"], samples=params["samples"],
+                            warmup=params["warmup"])
+        shown = row.format(dlb="dlbridge", tensor="tensor")
+        print(f"| `{shown}` | {b.cell()} | {a.cell()} | {fmt_ratio(median_ratio(a, b))} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
