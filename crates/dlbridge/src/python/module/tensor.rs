@@ -91,10 +91,7 @@ pub(super) fn reimported<'py>(
     device: Option<Device>,
     copy: Option<bool>,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    let here = t.get().0.device();
-    // SAFETY: no stream is named (None), so no handle reaches the driver.
-    let stream = unsafe { cuda::transfer_stream(here, device.unwrap_or(here), None) }?;
-    let t = exchanged(t, device, copy, Order::C, stream)?;
+    let t = exchanged(t, device, copy, Order::C, None)?;
     match import::apply_policy(&t.get().0, device, copy)? {
         None => Ok(t),
         Some(copied) => Bound::new(t.py(), PyTensor::of(copied, t.get().1.clone())),
@@ -103,18 +100,23 @@ pub(super) fn reimported<'py>(
 
 /// What `t` becomes when asked for `device` and `copy`: what [`import::decide`] decides, for a
 /// tensor the caller holds (so never fresh: even a fresh copy it holds is aliased, as
-/// `IS_COPIED` speaks of the import that made it), carried out: moved on `stream`, copied in
-/// `order` where it is, or `t` itself. `t.copy()`, `t.to_device()` and `from_dlpack(t)` all
+/// `IS_COPIED` speaks of the import that made it), carried out: moved on `stream` (None: the
+/// transfer's default stream), copied in `order` where it is, or `t` itself. `t.copy()`, `t.to_device()` and `from_dlpack(t)` all
 /// ask it; a refusal is left to [`import::apply_policy`], which words it.
 fn exchanged<'py>(
     t: &Bound<'py, PyTensor>,
     device: Option<Device>,
     copy: Option<bool>,
     order: Order,
-    stream: cuda::StreamRequest,
+    stream: Option<cuda::StreamRequest>,
 ) -> PyResult<Bound<'py, PyTensor>> {
-    match import::decide(t.get().0.device(), device, copy, false, false) {
-        import::Decision::Move(target) => moved_to(t, target, stream),
+    let here = t.get().0.device();
+    match import::decide(here, device, copy, false, false) {
+        import::Decision::Move(target) => {
+            // SAFETY: no stream is named (None), so no handle reaches the driver.
+            let default = || unsafe { cuda::transfer_stream(here, target, None) };
+            moved_to(t, target, stream.map_or_else(default, Ok)?)
+        }
         import::Decision::Copy => copy_of(t, order),
         import::Decision::Keep | import::Decision::Refuse(_) => Ok(t.clone()),
     }
@@ -546,8 +548,7 @@ impl PyTensor {
     /// tensor's own device (CUDA data is copied on the GPU).
     #[pyo3(signature = (order="C"))]
     fn copy<'py>(slf: &Bound<'py, Self>, order: &str) -> PyResult<Bound<'py, PyTensor>> {
-        let stream = cuda::StreamRequest::Default;
-        exchanged(slf, None, Some(true), order.parse()?, stream)
+        exchanged(slf, None, Some(true), order.parse()?, None)
     }
 
     /// This tensor on `device`: itself when it is already there, else a copy (`is_copied` when
@@ -567,7 +568,7 @@ impl PyTensor {
         // stream (DLPack's contract); dlbridge hands it to the driver as is. Validated first,
         // so that a bad `stream` is refused whether or not a copy is needed.
         let stream = unsafe { cuda::transfer_stream(here, target, value) }?;
-        exchanged(slf, Some(target), None, Order::C, stream)
+        exchanged(slf, Some(target), None, Order::C, Some(stream))
     }
 
     /// A C-contiguous tensor with the same values, on the same device: itself when already

@@ -1,12 +1,13 @@
 """Two builds of the extension, side by side in one process: the exchanges whose cost is
-dlbridge's own, timed for the installed build and for another build of ``_native``
-(``--before PATH``, e.g. an earlier commit's ``lib_native.so``), interleaved as
+dlbridge's own, timed for ``--before PATH`` (e.g. an earlier commit's ``lib_native.so``) and
+``--after PATH`` (default: the installed ``dlbridge._native``), interleaved as
 ``bench_exchange.py`` interleaves a row's two sides.
 
-The other build is loaded from its file under another module name: its functions and types
-are its own (a Tensor it makes is exported by its own code), and the peers are the same
-objects for both sides. Only the extension is compared; the Python package is the installed
-one.
+A build given by its path is loaded from that file under a module name of its own: its
+functions and types are its own (a Tensor it makes is exported by its own code), and the peers
+are the same objects for both sides. Give both paths (files other than the installed one) so
+that neither side is the package's own module, whose calls may cost a few percent more or less
+only for where it sits in memory. Only the extension is compared, not the Python package.
 """
 
 from __future__ import annotations
@@ -48,10 +49,10 @@ ROWS = (
 )
 
 
-def load_build(path: Path) -> ModuleType:
+def load_build(path: Path, name: str) -> ModuleType:
     """The extension at ``path``, loaded as a module of its own (its init function is found
     by the last part of the name, ``_native``)."""
-    spec = importlib.util.spec_from_file_location("_dlbridge_other_build._native", path)
+    spec = importlib.util.spec_from_file_location(f"_dlbridge_{name}_build._native", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -65,7 +66,8 @@ def side(dlb: ModuleType, np_array: Any, suffix: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--before", type=Path, required=True, help="the other build's extension file")
+    ap.add_argument("--before", type=Path, required=True, help="the earlier build's extension")
+    ap.add_argument("--after", type=Path, help="the later build's (default: the installed one)")
     ap.add_argument("--quick", action="store_true", help="few samples, for smoke tests")
     ap.add_argument("--samples", type=int, help="samples per side (default 41, quick 5)")
     ap.add_argument("--number", type=int, help="calls per sample (default 2000, quick 200)")
@@ -77,16 +79,18 @@ def main(argv: list[str] | None = None) -> int:
     import pyarrow as pa
     import torch
 
-    import dlbridge._native as after
+    import dlbridge._native
 
     np_array = np.arange(N_ELEMS, dtype=np.float32)
     peers = {"np": np, "torch": torch, "np_array": np_array, "pa_array": pa.array(np_array),
              "torch_t": torch.arange(N_ELEMS, dtype=torch.float32)}
-    before = load_build(args.before)
+    before = load_build(args.before, "before")
+    after = load_build(args.after, "after") if args.after else dlbridge._native
     ns = {**peers, **side(after, np_array, "_a"), **side(before, np_array, "_b")}
-    print(f"- date: {utc_now()}; command: `{command_line('benches/bench_builds.py', argv)}`")
-    print(f"- after: commit {git_rev()}, extension {native_build(sys.modules['dlbridge'])}")
+    print(f"- date: {utc_now()}; command: `{command_line('benches/compare_builds.py', argv)}`")
     print(f"- before: extension {native_build(SimpleNamespace(_native=before))}")
+    print(f"- after: extension {native_build(SimpleNamespace(_native=after))}; the worktree "
+          f"is at commit {git_rev()}")
     print(f"- {params['samples']} samples x {params['number']} calls per side, interleaved; "
           f"CPU: {cpu_model()}; load average at start: {loadavg()}")
     print("\n| exchange | before (ns, min / median) | after (ns, min / median) | after / before |")
