@@ -101,3 +101,12 @@ def test_the_package_registered_its_own_general_path():
     out = dlbridge.to_numpy(capsule)
     assert isinstance(out, np.ndarray)
     np.testing.assert_array_equal(out, np.arange(4.0))
+
+
+def test_no_rust_module_shares_a_name_with_a_python_module_of_the_package():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    rust = {p.stem for p in (root / "crates" / "dlbridge" / "src" / "python").rglob("*.rs")}
+    python = {p.stem for p in (root / "python" / "dlbridge").glob("*.py")}
+    assert not rust & python, f"Rust modules named as the package's Python modules: {rust & python}"

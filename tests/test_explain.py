@@ -201,3 +201,54 @@ def test_explain_names_the_pyarrow_routes():
     assert "Arrow C interface" in steps
     steps = " ".join(dlbridge.explain(dlbridge.from_dlpack(np.arange(3.0)), "pyarrow").steps)
     assert "__arrow_array__" in steps
+
+
+def _planner_functions():
+    import ast
+    from pathlib import Path
+
+    source = Path(dlbridge.plan.__file__).read_text()
+    tree = ast.parse(source)
+    return tree, [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+
+
+def test_the_planner_passes_values_not_a_blackboard():
+    """Each planning function returns what it found: none returns None (a step that writes
+    onto a shared object), and no dataclass of the planner has a field filled in later."""
+    import ast
+
+    tree, functions = _planner_functions()
+    for f in functions:
+        params = [a.annotation for a in f.args.args if a.annotation is not None]
+        runs_a_step = any(isinstance(p, ast.Name) and p.id == "Ctx" for p in params)
+        if runs_a_step:  # what a route's step does at run time
+            continue
+        returns = f.returns
+        assert returns is not None, f"{f.name} has no return annotation"
+        assert not (isinstance(returns, ast.Constant) and returns.value is None), (
+            f"{f.name} returns None: a planning step returns what it found"
+        )
+    later = [
+        n.lineno
+        for n in ast.walk(tree)
+        if isinstance(n, ast.keyword) and n.arg == "init"
+        and isinstance(n.value, ast.Constant) and n.value.value is False
+    ]
+    assert not later, f"plan.py has dataclass fields filled in later at lines {later}"
+
+
+def test_convert_and_explain_pass_one_request():
+    """The signature is written once: convert's and explain's parameters are the Request's
+    fields (and convert's report), build takes the Request alone, and no stub restates
+    the package's pure-Python modules."""
+    import dataclasses
+    import inspect
+    from pathlib import Path
+
+    fields = {f.name for f in dataclasses.fields(dlbridge.plan.Request)}
+    for f, extra in ((dlbridge.convert, {"report"}), (dlbridge.explain, set())):
+        params = set(inspect.signature(f).parameters)
+        assert params - extra == fields - {"run"}, f.__name__
+    assert list(inspect.signature(dlbridge.plan.build).parameters) == ["request"]
+    package = Path(dlbridge.__file__).parent
+    assert [p.name for p in package.glob("*.pyi")] == ["_native.pyi"]
