@@ -252,3 +252,22 @@ def test_convert_and_explain_pass_one_request():
     assert list(inspect.signature(dlbridge.plan.build).parameters) == ["request"]
     package = Path(dlbridge.__file__).parent
     assert [p.name for p in package.glob("*.pyi")] == ["_native.pyi"]
+
+
+def test_the_planner_names_no_library():
+    """What a library does is its namespace's to say: the planner compares no name with a
+    library's (as it once did with torch's), and words no library's route itself."""
+    import ast
+
+    tree, _ = _planner_functions()
+    names = set(nsmod.NAMES) - {"dlbridge"}  # dlbridge is the planner's own word
+    docstrings = {
+        id(n.body[0].value) for n in ast.walk(tree)
+        if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef) and n.body
+        and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)
+    }
+    named = [
+        (n.lineno, n.value) for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and n.value in names and id(n) not in docstrings
+    ]
+    assert not named, f"plan.py names libraries: {named}"

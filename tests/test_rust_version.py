@@ -67,3 +67,11 @@ def test_every_mention_of_the_minimum_rust_version_is_the_manifests():
     places = {where.split(":")[0] for where, version, _ in found if version == msrv}
     assert {"Cargo.toml", "README.md", "crates/dlbridge/src/lib.rs"} <= places, places
     assert any(version == arrow_rs for _, version, _ in found)
+
+
+def test_the_msrv_check_builds_every_crate_and_target():
+    script = (REPO / "scripts" / "msrv_check.sh").read_text()
+    commands = re.findall(r"^\s*cargo \"\+\$version\" check (.*)$", script, re.MULTILINE)
+    assert commands, "scripts/msrv_check.sh runs no cargo check"
+    for command in commands:
+        assert "--workspace" in command.split() and "--all-targets" in command.split(), command
