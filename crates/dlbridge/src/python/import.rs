@@ -67,6 +67,7 @@ pub(crate) enum Refusal {
 impl Refusal {
     /// The one wording of a `copy=False` refusal, for `from_dlpack` and the planner of
     /// `convert` alike: a transfer from `here` to `device`, or a copy needed because of `why`.
+    #[cold] // off the import's path: only a refusal words it
     pub(crate) fn error(self, here: Device, device: Option<Device>, why: &str) -> Error {
         let reason = match self {
             Refusal::Transfer => format!(

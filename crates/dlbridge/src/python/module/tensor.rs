@@ -101,8 +101,12 @@ pub(super) fn reimported<'py>(
 /// What `t` becomes when asked for `device` and `copy`: what [`import::decide`] decides, for a
 /// tensor the caller holds (so never fresh: even a fresh copy it holds is aliased, as
 /// `IS_COPIED` speaks of the import that made it), carried out: moved on `stream` (None: the
-/// transfer's default stream), copied in `order` where it is, or `t` itself. `t.copy()`, `t.to_device()` and `from_dlpack(t)` all
-/// ask it; a refusal is left to [`import::apply_policy`], which words it.
+/// transfer's default stream), copied in `order` where it is, or `t` itself. `t.copy()`,
+/// `t.to_device()` and `from_dlpack(t)` all ask it; a refusal is left to
+/// [`import::apply_policy`], which words it.
+// Inlined: `from_dlpack(t)` keeps `t` in one frame, as before this function (measured: 10%
+// slower through a call with the release profile).
+#[inline(always)]
 fn exchanged<'py>(
     t: &Bound<'py, PyTensor>,
     device: Option<Device>,
