@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("numpy")
 
 from dlb_testing import CHECKER_SMOKE_CASES, require_sycl, run_checker
-from dlbridge.check import libraries, report
+from dlbridge_check import libraries, report
 
 FAST = ("dtype/float32,dtype/bool,layout/transposed,layout/neg_cols,readonly/contiguous,"
         "copy/false,capsule/consumed,hostile/major2")
@@ -237,7 +237,7 @@ def test_every_namespace_has_its_adapter_beside_it():
     for name in (n for n in nsmod.NAMES if n != "dlbridge"):
         ns = nsmod.get(name)
         family = type(ns).__module__.rpartition(".")[2]
-        assert type(adapters[name]).__module__ == f"dlbridge.check.adapters.{family}", name
+        assert type(adapters[name]).__module__ == f"dlbridge_check.adapters.{family}", name
         assert (adapters[name].module, adapters[name].pip) == (ns.module, ns.pip), name
 
 
@@ -447,13 +447,13 @@ def test_cli_errors_and_listing(tmp_path):
 
 
 def test_catalog_covers_named_rows():
-    from dlbridge.check.cases import CASES, NOT_COVERED
+    from dlbridge_check.cases import CASES, NOT_COVERED
 
     ids = [c.id for c in CASES]
     assert len(ids) == len(set(ids))
     refs = {r for c in CASES for r in c.refs}
     # every catalog entry is either exercised by some case or explained
-    from dlbridge.check.catalog import ENTRIES
+    from dlbridge_check.catalog import ENTRIES
 
     for i in range(1, len(ENTRIES) + 1):
         assert f"C{i}" in refs or f"C{i}" in NOT_COVERED, f"C{i}"
@@ -522,7 +522,7 @@ def test_a_crash_after_a_double_free_in_the_process_is_not_blamed_on_dlbridge(co
     be dlbridge's, is put down to it."""
     import tempfile
 
-    from dlbridge.check.runner import Batch
+    from dlbridge_check.runner import Batch
 
     units = [("dlpack-ref", "mlx", "dtype/int8", "direct"),
              ("dlpack-ref", consumer, "dtype/int16", "dlbridge")]

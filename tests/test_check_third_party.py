@@ -25,7 +25,7 @@ pytest.importorskip("numpy")
 
 import dlbridge
 from dlb_testing import CheckerRun, run_checker
-from dlbridge.check.report import against
+from dlbridge_check.report import against
 
 pytestmark = pytest.mark.slow  # a venv, two pip installs and checker runs: about a minute
 

@@ -14,13 +14,13 @@ import pytest
 
 pytest.importorskip("numpy")
 
-from dlbridge.check import (
+from dlbridge_check import (
     _parser,
     main,
     report,
     run_check,
 )
-from dlbridge.check.libraries import ALL_LIBRARIES, use_names
+from dlbridge_check.libraries import ALL_LIBRARIES, use_names
 
 REPO = Path(__file__).resolve().parent.parent
 CHECKER = (REPO / "docs" / "checker.md").read_text(encoding="utf-8")

@@ -495,7 +495,7 @@ def test_probe_says_when_the_checker_is_not_importable(monkeypatch):
     """As where the checker's distribution (or NumPy, which it needs) is not installed."""
     from dlbridge.doctor.probe import check
 
-    monkeypatch.setitem(sys.modules, "dlbridge.check", None)  # makes its import fail
+    monkeypatch.setitem(sys.modules, "dlbridge_check", None)  # makes its import fail
     result = check(["numpy"])
     assert not result["ran"] and result["results"] == 0
     assert result["why"].startswith("the conformance checker is not importable here")

@@ -1,4 +1,4 @@
-"""The pytest plugin (``pytest --dlbridge-check=LIB``, dlbridge.pytest_plugin): pytest runs in
+"""The pytest plugin (``pytest --dlbridge-check=LIB``, dlbridge_check.pytest_plugin): pytest runs in
 a subprocess, in an empty directory, with the real peers and a few cases. Without the option
 the plugin adds nothing; with it, each direct exchange of LIB's is an item
 ``producer→consumer/case`` that passes, skips, fails (a finding against LIB, with the catalog
@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("numpy")
 
-from dlbridge.check.libraries import discover
+from dlbridge_check.libraries import discover
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = "_dlbridge_pytest"
@@ -32,7 +32,7 @@ ABSENT = next((d.name for d in discover() if not d.installed and not d.builtin),
 #: the adapter of a library that holds C-contiguous arrays only (NumPy's, copied)
 FLAT_ADAPTER = """
 import numpy as np
-from dlbridge.check import Adapter, Unsupported
+from dlbridge_check import Adapter, Unsupported
 
 class FlatAdapter(Adapter):
     name = "flatlib"

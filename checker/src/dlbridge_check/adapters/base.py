@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ...namespaces.base import Namespace
+import dlbridge.libraries
+
 from .. import refcapsule as rc
 
 
@@ -238,10 +239,11 @@ class Adapter:
     worker processes, so an adapter must not import its library at module level: :meth:`load`
     imports it when a worker first needs it.
 
-    dlbridge's own adapters use the same protocol. Those of libraries dlbridge converts to
-    name their namespace class in the class statement (``class TorchLib(Adapter,
-    namespace=Torch)``) and take from it the name, the module and the pip spec: data, never the
-    namespace's conclusions (see :mod:`dlbridge.check.adapters`).
+    The checker's own adapters use the same protocol. Those of libraries dlbridge converts to
+    name the library in the class statement (``class TorchLib(Adapter, library="torch")``) and
+    take the name, the module, the pip spec and the order from dlbridge's published data
+    (:func:`dlbridge.libraries.library`), never dlbridge's conclusions (see
+    :mod:`dlbridge_check.adapters`).
     """
 
     #: the library's name in the checker's reports and on its command line
@@ -272,10 +274,10 @@ class Adapter:
     note: str = ""
     #: the producer exports legacy (unversioned) DLPack capsules, which cannot carry the
     #: read-only flag: dlbridge imports them writable only for the packages of its published
-    #: table (``dlbridge._native._LEGACY_CAPSULES_WRITABLE``)
+    #: table (:data:`dlbridge.libraries.LEGACY_CAPSULES_WRITABLE`)
     legacy_capsules: bool = False
-    #: the place in the checker's order (reports, ``--libraries`` runs): the namespace's
-    #: ``rank`` for an adapter with one (one order for ``convert``'s list and the checker's);
+    #: the place in the checker's order (reports, ``--libraries`` runs): dlbridge's ``rank`` of
+    #: the library for an adapter of one (one order for ``convert``'s list and the checker's);
     #: the others set their own, and a new one keeps this default and comes after them, by
     #: name (the built-in ones always last)
     rank: int = 100
@@ -283,12 +285,12 @@ class Adapter:
     #: may return another library's array: results are read by their type, not by who made them)
     result_modules: tuple[str, ...] = ()
 
-    def __init_subclass__(cls, namespace: type[Namespace] | None = None, **kw: Any) -> None:
+    def __init_subclass__(cls, library: str | None = None, **kw: Any) -> None:
         super().__init_subclass__(**kw)
-        if namespace is not None:  # strings only: the adapter keeps no way to ask the planner
-            cls.name, cls.module, cls.pip = namespace.name, namespace.module, namespace.pip
-            cls.rank = namespace.rank
-            cls.dist = namespace.pip.split()[0].split("[")[0]  # "jax[cpu]": the "jax" wheel
+        if library is not None:  # dlbridge's published data of the library, strings only
+            lib = dlbridge.libraries.library(library)
+            cls.name, cls.module, cls.pip, cls.rank = lib.name, lib.module, lib.pip, lib.rank
+            cls.dist = lib.distribution
 
     def __init__(self) -> None:
         self._mod: Any = None
@@ -298,10 +300,8 @@ class Adapter:
         (never written by hand, so it cannot go stale when the table changes)."""
         if not self.legacy_capsules:
             return self.note
-        from ..._native import _LEGACY_CAPSULES_WRITABLE
-
         package = self.module.split(".")[0]
-        if package in _LEGACY_CAPSULES_WRITABLE:
+        if package in dlbridge.libraries.LEGACY_CAPSULES_WRITABLE:
             clause = "its legacy capsules import writable (dlbridge knows its arrays' memory)"
         else:
             clause = "its legacy capsules import read-only (dlbridge's rule for unknown packages)"

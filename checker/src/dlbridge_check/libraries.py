@@ -1,7 +1,7 @@
-"""The checker's libraries: every adapter of the modules of :mod:`dlbridge.check.adapters`
+"""The checker's libraries: every adapter of the modules of :mod:`dlbridge_check.adapters`
 (``ALL_LIBRARIES``; a new library's adapter needs no entry here, see that package's docstring),
 the adapters from outside dlbridge this process uses (:func:`use_names`, resolved by
-:mod:`dlbridge.check.external`), which of them are installed (:func:`discover`), and
+:mod:`dlbridge_check.external`), which of them are installed (:func:`discover`), and
 :func:`observe`.
 
 Results of any library are inspected by :func:`observe` (dtype, shape, values, data pointer,
@@ -15,13 +15,14 @@ subprocess imports only the libraries of the pairs it runs.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .._discover import classes_in
 from . import adapters, external
 from . import refcapsule as rc
 from .adapters.base import (
@@ -39,9 +40,21 @@ from .adapters.base import (
 
 
 def _discover_adapters() -> list[type[Adapter]]:
-    """The adapter classes of the modules of :mod:`dlbridge.check.adapters`, in the order of
+    """The adapter classes of the modules of :mod:`dlbridge_check.adapters`, in the order of
     their ``rank``, the built-in ones last."""
-    found = classes_in(adapters.__name__, adapters.__path__, Adapter, ["base"])
+    found: list[type[Adapter]] = []
+    for info in pkgutil.iter_modules(adapters.__path__):
+        if info.name == "base":
+            continue
+        module = importlib.import_module(f"{adapters.__name__}.{info.name}")
+        found += [
+            cls
+            for cls in vars(module).values()
+            if isinstance(cls, type)
+            and issubclass(cls, Adapter)
+            and cls.__module__ == module.__name__  # defined there, not imported
+            and cls.name
+        ]
     return sorted(found, key=lambda cls: (cls.builtin, cls.rank, cls.name))
 
 

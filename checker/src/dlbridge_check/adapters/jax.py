@@ -6,11 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from ...namespaces.jax import Jax
 from .base import Adapter, Observed, Unsupported, dlpack_device
 
 
-class JaxLib(Adapter, namespace=Jax):
+class JaxLib(Adapter, library="jax"):
     result_modules = ("jax", "jaxlib")
     readonly_results = True
     note = "run with jax_enable_x64=True so that 64-bit dtypes exist"

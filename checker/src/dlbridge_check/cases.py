@@ -1,7 +1,7 @@
 """The checker's cases: what it exchanges, between which libraries, expecting what.
 
 Every case names the entries of dlbridge's catalog of real-world cases (C1 to C65,
-:mod:`dlbridge.check.catalog`) it exercises in ``refs``. Features group cases for the
+:mod:`dlbridge_check.catalog`) it exercises in ``refs``. Features group cases for the
 report's colour matrices. A case says how the source is built (a :class:`Recipe`: dtype, shape,
 order, view operations, read-only), what is passed to ``from_dlpack`` (``copy=``, ``device=``),
 how the array is handed over (``mode``: the array itself, a wrapper that forces legacy capsules,
@@ -224,7 +224,7 @@ ROWS: list[Case] = [
           "registers none"),
 ]
 
-#: The producer audit (:mod:`dlbridge.check.audit`): (kind, title, refs). Each asks every
+#: The producer audit (:mod:`dlbridge_check.audit`): (kind, title, refs). Each asks every
 #: producer's plain array for capsules and reads them with the reference consumer, so the
 #: findings are the producer's alone.
 AUDITS: list[tuple[str, str, tuple[str, ...]]] = [

@@ -124,7 +124,7 @@ class Batch:
         }
         with tempfile.TemporaryFile() as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "dlbridge.check.worker"],
+                [sys.executable, "-m", "dlbridge_check.worker"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=err,

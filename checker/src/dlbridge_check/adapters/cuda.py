@@ -7,11 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from ...namespaces.cuda import CuPy
 from .base import Adapter, Observed, Unsupported, det_values, dlpack_device, ops_view
 
 
-class CupyLib(Adapter, namespace=CuPy):
+class CupyLib(Adapter, library="cupy"):
     """CuPy: needs a CUDA device. Importing it works without one (cupy 14), using it does not:
     discovery runs a device probe in a subprocess and reports the library as not installed, with
     the reason, when the probe fails."""

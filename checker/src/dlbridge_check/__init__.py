@@ -1,7 +1,7 @@
 """``python -m dlbridge check``: which of the installed array libraries exchange what correctly.
 
 For every producer x consumer pair of the installed libraries and every case of the checker
-(:mod:`dlbridge.check.cases`), the checker runs the exchange directly
+(:mod:`dlbridge_check.cases`), the checker runs the exchange directly
 (``consumer.from_dlpack(x)``) and through dlbridge
 (``consumer.from_dlpack(dlbridge.from_dlpack(x))``) in isolated worker processes, checks
 values at every index, dtype, shape, aliasing, read-only status and exception types, and reports
@@ -10,7 +10,7 @@ case, 3 when it fails none but a library named by ``--fail-on`` has findings aga
 usage error, 0 otherwise (whatever the other peer libraries do).
 
 Cases name the entries of dlbridge's catalog of real-world cases (C1 to C65,
-:mod:`dlbridge.check.catalog`, printed by ``--catalog``) that they exercise; the reports link to
+:mod:`dlbridge_check.catalog`, printed by ``--catalog``) that they exercise; the reports link to
 them.
 """
 
@@ -55,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated peer libraries to check (default: every installed one, and the "
         f"adapters installed packages register in the entry point group {ENTRY_POINT_GROUP}); "
         "besides dlbridge's own names, a name may be such an entry point, module:object naming "
-        "an adapter (a dlbridge.check.Adapter subclass), or any module whose arrays have "
+        "an adapter (a dlbridge_check.Adapter subclass), or any module whose arrays have "
         "__array_namespace__; the built-in reference producer/consumer (dlpack-ref) and "
         "python (memoryview) are always included",
     )

@@ -1,6 +1,6 @@
 """The checker's worker: runs units (producer, consumer, case, route) and streams JSON lines.
 
-Started by :mod:`dlbridge.check.runner` as ``python -m dlbridge.check.worker``; reads one JSON
+Started by :mod:`dlbridge_check.runner` as ``python -m dlbridge_check.worker``; reads one JSON
 job from stdin::
 
     {"units": [[producer, consumer, case_id, route], ...], "direct": {key: outcome}}
@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from .._layout import c_contiguous, f_contiguous
 from . import audit
 from . import refcapsule as rc
 from .adapters.base import require_layout
 from .adapters.builtin import ref_consume
 from .cases import BY_ID, Case
+from .layout import c_contiguous, f_contiguous
 from .libraries import (
     ALL_LIBRARIES,
     BUILTIN_NAMES,
@@ -193,10 +193,10 @@ def _legacy_says_writable(src: Source, x: Any) -> bool:
     """A legacy capsule cannot carry a read-only flag: its producer's library says whether it
     may be written (mutable arrays that export their own memory). The list is data dlbridge
     publishes; the checker judges against it independently of dlbridge's import code."""
-    from .._native import _LEGACY_CAPSULES_WRITABLE
+    from dlbridge.libraries import LEGACY_CAPSULES_WRITABLE
 
     package = (type(x).__module__ or "").split(".", 1)[0]
-    return src.export_kind == "legacy" and package in _LEGACY_CAPSULES_WRITABLE
+    return src.export_kind == "legacy" and package in LEGACY_CAPSULES_WRITABLE
 
 
 # ----------------------------------------------------------------------------- wrappers

@@ -6,11 +6,15 @@ from typing import Any
 
 import numpy as np
 
-from ...namespaces.warp import Warp
+from dlbridge.libraries import library
+
 from .base import Adapter, Observed, Unsupported, observe_capsule_of
 
+#: the element types Warp holds (dlbridge's published data, not its conclusions)
+_DTYPES = library("warp").dtypes or ()
 
-class WarpLib(Adapter, namespace=Warp):
+
+class WarpLib(Adapter, library="warp"):
     result_modules = ("warp",)
     takes_kwargs = False
     legacy_capsules = True
@@ -31,7 +35,7 @@ class WarpLib(Adapter, namespace=Warp):
 
     def make(self, recipe, ref):
         wp = self.load()
-        if recipe.dtype not in Warp.DTYPES:
+        if recipe.dtype not in _DTYPES:
             raise Unsupported(f"warp has no dtype {recipe.dtype}")
         if recipe.readonly:
             raise Unsupported("warp arrays cannot be read-only")

@@ -6,8 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._layout import negative_strides
-from ...namespaces.paddle import Paddle
+from ..layout import negative_strides
 from .base import Adapter, Observed, Recipe, Unsupported, det_values, observe_capsule_of, ops_view
 
 
@@ -21,7 +20,7 @@ def _steps(recipe: Recipe) -> list[int]:
     ]
 
 
-class PaddleLib(Adapter, namespace=Paddle):
+class PaddleLib(Adapter, library="paddle"):
     result_modules = ("paddle",)
     slow_import = True  # about 3 s
     note = ("paddle.Tensor (CPU); consumer: paddle.from_dlpack(x, device=, copy=), which asks for "

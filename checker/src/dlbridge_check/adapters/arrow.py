@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._layout import negative_strides
-from ...namespaces.arrow import Pandas, PyArrow
+from ..layout import negative_strides
 from .base import Adapter, Observed, Unsupported, det_values, observe_numpy, reference
 
 
@@ -29,7 +28,7 @@ def _observe_pa_array(y: Any) -> Observed:
     return obs
 
 
-class PyArrowLib(Adapter, namespace=PyArrow):
+class PyArrowLib(Adapter, library="pyarrow"):
     result_modules = ("pyarrow",)
     readonly_results = True
     note = ("producer: pyarrow.Array for 1-D data, pyarrow.Tensor otherwise; consumer: "
@@ -81,7 +80,7 @@ class PyArrowLib(Adapter, namespace=PyArrow):
 _PANDAS_LACKS = ("bfloat16", "float8", "complex", "bcomplex")  # Arrow has no such type
 
 
-class PandasLib(Adapter, namespace=Pandas):
+class PandasLib(Adapter, library="pandas"):
     result_modules = ("pandas",)
     takes_kwargs = False
     note = ("producer: 1-D cases a pandas.Series (it offers __arrow_c_stream__ only), 2-D cases "

@@ -6,9 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ..._layout import negative_strides
-from ...namespaces.torch import Torch
 from .. import refcapsule as rc
+from ..layout import negative_strides
 from .base import Adapter, Observed, Unsupported, det_values, dlpack_device
 
 
@@ -19,7 +18,7 @@ def _torch_dtype(torch: Any, name: str) -> Any:
     return dt
 
 
-class TorchLib(Adapter, namespace=Torch):
+class TorchLib(Adapter, library="torch"):
     result_modules = ("torch",)
     modes = frozenset({"torch_conj", "torch_grad"})
     fresh_modes = frozenset({"torch_grad"})

@@ -4,11 +4,11 @@ dlbridge's own libraries stands for.
 A name is, in this order:
 
 - the name of an entry point in the group ``dlbridge.check`` of an installed distribution,
-  whose object is an :class:`~dlbridge.check.adapters.base.Adapter` subclass (how a library's
+  whose object is an :class:`~dlbridge_check.adapters.base.Adapter` subclass (how a library's
   own package registers its adapter);
 - ``module:object``, an Adapter subclass named directly;
 - an importable module whose arrays have ``__array_namespace__``: the automatic adapter
-  (:mod:`dlbridge.check.adapters.array_api`).
+  (:mod:`dlbridge_check.adapters.array_api`).
 
 Resolving a name imports the adapter's module; the automatic adapter also imports the library,
 to find its namespace. Each worker process resolves the same names again (they are strings).
@@ -56,7 +56,7 @@ def resolve(spec: str) -> Adapter:
 
 def _instantiate(obj: object, where: str, default_name: str) -> Adapter:
     if not (isinstance(obj, type) and issubclass(obj, Adapter)):
-        raise TypeError(f"{where} is {obj!r}, not a subclass of dlbridge.check.Adapter")
+        raise TypeError(f"{where} is {obj!r}, not a subclass of dlbridge_check.Adapter")
     adapter = obj()
     if not adapter.name:
         if not default_name:

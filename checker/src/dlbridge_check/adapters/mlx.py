@@ -6,11 +6,15 @@ from typing import Any
 
 import numpy as np
 
-from ...namespaces.mlx import Mlx
+from dlbridge.libraries import library
+
 from .base import Adapter, Observed, Unsupported, det_values, observe_capsule_of, ops_view
 
+#: the element types Mlx holds (dlbridge's published data, not its conclusions)
+_DTYPES = library("mlx").dtypes or ()
 
-class MlxLib(Adapter, namespace=Mlx):
+
+class MlxLib(Adapter, library="mlx"):
     result_modules = ("mlx",)
     legacy_capsules = True
     note = (
@@ -39,7 +43,7 @@ class MlxLib(Adapter, namespace=Mlx):
 
     def _dt(self, name):
         mx = self.load()
-        if name not in Mlx.DTYPES:
+        if name not in _DTYPES:
             raise Unsupported(f"mlx has no dtype {name}")
         return getattr(mx, "bool_" if name == "bool" else name)
 

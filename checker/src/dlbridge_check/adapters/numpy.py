@@ -6,11 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from ...namespaces.numpy import ArrayApiStrict, NumPy
 from .base import Adapter, Observed, Unsupported, observe_numpy, reference
 
 
-class NumPyLib(Adapter, namespace=NumPy):
+class NumPyLib(Adapter, library="numpy"):
     readonly_results = True
 
     def make(self, recipe, ref):
@@ -34,7 +33,7 @@ class NumPyLib(Adapter, namespace=NumPy):
         return complex(np.sum(y))
 
 
-class ArrayApiStrictLib(Adapter, namespace=ArrayApiStrict):
+class ArrayApiStrictLib(Adapter, library="array_api_strict"):
     result_modules = ("array_api_strict",)
     readonly_results = True
 

@@ -6,7 +6,6 @@ from typing import Any
 
 import numpy as np
 
-from ...namespaces.tvm import TvmFfi
 from .. import refcapsule as rc
 from .base import Adapter, Observed, Unsupported, dlpack_device, from_capsule_info
 
@@ -24,7 +23,7 @@ def _device_values(y: Any) -> np.ndarray | None:
     return None
 
 
-class TvmFfiLib(Adapter, namespace=TvmFfi):
+class TvmFfiLib(Adapter, library="tvm_ffi"):
     result_modules = ("tvm_ffi",)
     takes_kwargs = False
     devices = frozenset({1, 2, 3, 4, 7, 8, 10, 13, 14})

@@ -6,12 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from ...namespaces.tensorflow import TensorFlow
 from .. import refcapsule as rc
 from .base import Adapter, Observed, Unsupported, from_capsule_info
 
 
-class TensorFlowLib(Adapter, namespace=TensorFlow):
+class TensorFlowLib(Adapter, library="tensorflow"):
     result_modules = ("tensorflow",)
     readonly_results = True
     takes_kwargs = False

@@ -99,14 +99,14 @@ def namespace_of(module: Any, name: str) -> Any:
     if asarray is None:
         raise TypeError(
             f"{name} has no asarray: the checker's automatic adapter needs an array API "
-            "namespace; write an adapter (dlbridge.check.Adapter) and name it as module:object"
+            "namespace; write an adapter (dlbridge_check.Adapter) and name it as module:object"
         )
     probe = asarray([0.0])
     get = getattr(probe, "__array_namespace__", None)
     if get is None:
         raise TypeError(
             f"{name}'s arrays ({type(probe).__name__}) have no __array_namespace__: write an "
-            "adapter (dlbridge.check.Adapter) and name it as module:object"
+            "adapter (dlbridge_check.Adapter) and name it as module:object"
         )
     return get()
 

@@ -6,11 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from ...namespaces.sycl import Dpnp
 from .base import Adapter, Observed, Unsupported, det_values, dlpack_device
 
 
-class DpnpLib(Adapter, namespace=Dpnp):
+class DpnpLib(Adapter, library="dpnp"):
     result_modules = ("dpnp", "dpctl")
     readonly_results = True
     devices = frozenset({1, 14})

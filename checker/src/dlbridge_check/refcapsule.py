@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import Device
-from .._layout import c_strides
+from dlbridge import Device
+
+from .layout import c_strides
 
 c_void_p = ctypes.c_void_p
 c_int64 = ctypes.c_int64

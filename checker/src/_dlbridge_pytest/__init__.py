@@ -1,6 +1,6 @@
 """dlbridge's pytest plugin as pytest loads it, through its ``pytest11`` entry point, in every run
 of a venv that has dlbridge: the options, and nothing else. The plugin itself,
-:mod:`dlbridge.pytest_plugin`, is imported and registered only when ``--dlbridge-check`` is
+:mod:`dlbridge_check.pytest_plugin`, is imported and registered only when ``--dlbridge-check`` is
 given, so that a run without it never imports dlbridge (its compiled extension included).
 """
 
@@ -53,4 +53,4 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("dlbridge_check") is not None:
         from dlbridge import pytest_plugin
 
-        config.pluginmanager.register(pytest_plugin, "dlbridge.pytest_plugin")
+        config.pluginmanager.register(pytest_plugin, "dlbridge_check.pytest_plugin")
