@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import dlbridge
 from dlbridge.doctor import EXIT_PROBLEM, EXIT_USAGE, diagnose, main, report
 from dlbridge.doctor import environment as env
 from dlbridge.doctor import problems as kb
@@ -498,10 +499,11 @@ def test_probe_says_when_the_checker_is_not_importable(monkeypatch):
     monkeypatch.setitem(sys.modules, "dlbridge_check", None)  # makes its import fail
     result = check(["numpy"])
     assert not result["ran"] and result["results"] == 0
-    assert result["why"].startswith("the conformance checker is not importable here")
+    assert result["why"].startswith("the conformance checker does not import here")
+    assert result["why"].endswith(f"pip install dlbridge-check=={dlbridge.__version__}")
     doc = {"probe": {"free_threaded": False, "imported": {}, "gil_enabled_by": {},
                      "cuda_loaded_by": {}, "check": result, "seconds": 0.1}}
-    assert "  check        not run: the conformance checker is not importable here" in (
+    assert "  check        not run: the conformance checker does not import here" in (
         "\n".join(report.probe_text(doc["probe"]))
     )
 

@@ -1,7 +1,8 @@
-"""dlbridge's pytest plugin as pytest loads it, through its ``pytest11`` entry point, in every run
-of a venv that has dlbridge: the options, and nothing else. The plugin itself,
-:mod:`dlbridge_check.pytest_plugin`, is imported and registered only when ``--dlbridge-check`` is
-given, so that a run without it never imports dlbridge (its compiled extension included).
+"""The conformance checker's pytest plugin as pytest loads it, through its ``pytest11`` entry
+point, in every run of a venv that has dlbridge-check: the options, and nothing else. The plugin
+itself, :mod:`dlbridge_check.pytest_plugin`, is imported and registered only when
+``--dlbridge-check`` is given, so that a run without it imports neither the checker nor dlbridge
+(its compiled extension included).
 """
 
 from __future__ import annotations
@@ -51,6 +52,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Register the plugin when it is asked for (its own ``pytest_configure`` then runs)."""
     if config.getoption("dlbridge_check") is not None:
-        from dlbridge import pytest_plugin
+        from dlbridge_check import pytest_plugin
 
         config.pluginmanager.register(pytest_plugin, "dlbridge_check.pytest_plugin")

@@ -109,7 +109,12 @@ def check(libraries: list[str]) -> dict[str, Any]:
     try:
         from dlbridge_check import run_check
     except ImportError as e:
-        return _not_run(f"the conformance checker is not importable here ({e})")
+        from .. import __version__
+
+        return _not_run(
+            f"the conformance checker does not import here ({e}): "
+            f"pip install dlbridge-check=={__version__}"
+        )
     if sys.platform == "win32":
         return _not_run("the checker runs its cases on Linux and macOS")
     try:

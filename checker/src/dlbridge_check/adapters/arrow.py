@@ -1,4 +1,4 @@
-"""The checker's adapters of pyarrow and pandas (:mod:`dlbridge.namespaces.arrow`), and of
+"""The checker's adapters of pyarrow and pandas, and of
 the libraries that speak the Arrow C interfaces only, which are producers for dlbridge's Arrow
 import and no target of :func:`dlbridge.convert` (no namespace)."""
 

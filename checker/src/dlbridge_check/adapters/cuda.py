@@ -1,4 +1,4 @@
-"""The checker's adapter of CuPy (:mod:`dlbridge.namespaces.cuda`)."""
+"""The checker's adapter of CuPy."""
 
 from __future__ import annotations
 

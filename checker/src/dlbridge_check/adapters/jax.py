@@ -1,4 +1,4 @@
-"""The checker's adapter of JAX (:mod:`dlbridge.namespaces.jax`)."""
+"""The checker's adapter of JAX."""
 
 from __future__ import annotations
 

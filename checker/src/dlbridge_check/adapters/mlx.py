@@ -1,4 +1,4 @@
-"""The checker's adapter of MLX (:mod:`dlbridge.namespaces.mlx`)."""
+"""The checker's adapter of MLX."""
 
 from __future__ import annotations
 

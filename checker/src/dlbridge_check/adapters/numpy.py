@@ -1,4 +1,4 @@
-"""The checker's adapters of NumPy and array_api_strict (:mod:`dlbridge.namespaces.numpy`)."""
+"""The checker's adapters of NumPy and array_api_strict."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The checker's adapter of paddle (:mod:`dlbridge.namespaces.paddle`)."""
+"""The checker's adapter of paddle."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The checker's adapter of dpnp (:mod:`dlbridge.namespaces.sycl`)."""
+"""The checker's adapter of dpnp."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The checker's adapter of TensorFlow (:mod:`dlbridge.namespaces.tensorflow`)."""
+"""The checker's adapter of TensorFlow."""
 
 from __future__ import annotations
 

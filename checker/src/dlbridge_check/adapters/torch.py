@@ -1,4 +1,4 @@
-"""The checker's adapter of torch (:mod:`dlbridge.namespaces.torch`)."""
+"""The checker's adapter of torch."""
 
 from __future__ import annotations
 

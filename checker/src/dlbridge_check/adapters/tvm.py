@@ -1,4 +1,4 @@
-"""The checker's adapter of tvm_ffi (:mod:`dlbridge.namespaces.tvm`)."""
+"""The checker's adapter of tvm_ffi."""
 
 from __future__ import annotations
 

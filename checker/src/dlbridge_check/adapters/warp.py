@@ -1,4 +1,4 @@
-"""The checker's adapter of Warp (:mod:`dlbridge.namespaces.warp`)."""
+"""The checker's adapter of Warp."""
 
 from __future__ import annotations
 
