@@ -14,7 +14,7 @@ with LIB as producer or consumer becomes one item, named ``producer→consumer/c
 - fail with "not a finding against LIB": the checker or dlbridge failed (report it to dlbridge).
 
 The checker runs once per session, at collection, in its own worker processes. pytest loads
-:mod:`_dlbridge_pytest` (the options) in every run of a venv that has dlbridge; it imports this
+:mod:`_dlbridge_pytest` (the options) in every run of a venv that has dlbridge-check; it imports this
 module, and with it dlbridge, only when ``--dlbridge-check`` is given.
 """
 
@@ -49,9 +49,9 @@ def pytest_configure(config: pytest.Config) -> None:
             "--dlbridge-check: the checker runs on Linux and macOS, not on Windows (its workers "
             "are isolated in POSIX process groups)"
         )
-    from .check import _usage_error
-    from .check.cases import select
-    from .check.libraries import discover, use_names
+    from . import _usage_error
+    from .cases import select
+    from .libraries import discover, use_names
 
     peers = _names(config.getoption("dlbridge_peers")) or []
     wrong = _usage_error([lib, *peers], None)
@@ -95,7 +95,7 @@ class CheckCollector(pytest.Collector):
         self.lib = lib
 
     def collect(self) -> list[pytest.Item]:
-        from .check import run_check
+        from . import run_check
 
         config = self.config
         peers = _names(config.getoption("dlbridge_peers"))
@@ -149,7 +149,7 @@ class CheckItem(pytest.Item):
         self.doc = doc
 
     def runtest(self) -> None:
-        from .check import report
+        from . import report
 
         r = self.result
         if r["status"] == "pass":
@@ -173,8 +173,8 @@ class CheckItem(pytest.Item):
     def _message(self, headline: str) -> str:
         """The failure message: the case, the catalog entries, the detail and the way out
         (as the checker's reports word them)."""
-        from .check import report
-        from .check.cases import BY_ID
+        from . import report
+        from .cases import BY_ID
 
         r = self.result
         (group,) = report.group_findings(self.doc["results"], keep=lambda x: x is r)
