@@ -42,7 +42,8 @@ def _check(argv: list[str]) -> int:
         if e.name == "dlbridge_check":
             why = "python -m dlbridge check runs the conformance checker, which is not installed"
         elif e.name == "numpy":
-            why, install = "python -m dlbridge check needs NumPy to compare values", "pip install numpy"
+            why = "python -m dlbridge check needs NumPy to compare values"
+            install = "pip install numpy"
         else:  # installed, but something it needs is not: pip installs what is missing
             why = f"the conformance checker does not import ({e})"
         print(f"{why}: {install}", file=sys.stderr)

@@ -14,8 +14,8 @@ with LIB as producer or consumer becomes one item, named ``producer→consumer/c
 - fail with "not a finding against LIB": the checker or dlbridge failed (report it to dlbridge).
 
 The checker runs once per session, at collection, in its own worker processes. pytest loads
-:mod:`_dlbridge_pytest` (the options) in every run of a venv that has dlbridge-check; it imports this
-module, and with it dlbridge, only when ``--dlbridge-check`` is given.
+:mod:`_dlbridge_pytest` (the options) in every run of a venv that has dlbridge-check; it imports
+this module, and with it dlbridge, only when ``--dlbridge-check`` is given.
 """
 
 from __future__ import annotations
