@@ -334,6 +334,27 @@ def test_the_installed_wheel_fits_this_interpreter():
     assert env.wheel_problem(found.tags, env.interpreter()) is None
 
 
+def test_the_checker_of_another_dlbridge_version_is_named_with_the_install():
+    why = env.checker_problem("0.1.0", "0.2.0")
+    assert why == ("dlbridge-check 0.1.0 is made for dlbridge 0.1.0, not this dlbridge 0.2.0: "
+                   "pip install dlbridge-check==0.2.0")
+    assert env.checker_problem("0.2.0", "0.2.0") is None
+    assert env.checker_problem(None, "0.2.0") is None  # not installed: no problem, a hint
+
+
+def test_the_report_names_the_checker_or_how_to_install_it():
+    doc = diagnose()
+    installed = env.version_of("dlbridge-check")
+    assert doc["checker"] == {"version": installed, "problem": None}
+    line = next(x for x in report.text(doc).splitlines() if x.startswith("  checker"))
+    assert line == f"  checker      dlbridge-check {installed}"
+    doc["checker"] = {"version": None, "problem": None}
+    line = next(x for x in report.text(doc).splitlines() if x.startswith("  checker"))
+    assert line.endswith(f"pip install dlbridge-check=={doc['dlbridge_version']})")
+    doc["checker"] = {"version": "0.0.9", "problem": env.checker_problem("0.0.9", "0.1.0")}
+    assert "pip install dlbridge-check==0.1.0" in " ".join(report.text(doc).split())
+
+
 # ----------------------------------------------------------------------------- devices
 # The kernel's files are laid out in a temporary directory: a test double for a machine with an
 # NVIDIA driver and GPUs, or an Intel GPU, which this machine has not.
