@@ -230,7 +230,8 @@ def test_checker_runs_library_as_producer_and_consumer(tmp_path, name):
 
 def test_every_namespace_has_its_adapter_beside_it():
     # a library's checker adapter is in the module of the checker's adapters/ named as its
-    # namespace's module (dlbridge, the library under test, has none), with the namespace's name and module
+    # namespace's module (dlbridge, the library under test, has none), with the namespace's
+    # name and module
     from dlbridge import namespaces as nsmod
 
     adapters = libraries.by_name()
