@@ -1,6 +1,6 @@
 """dlbridge's catalog of real-world exchange cases, and the page that documents it.
 
-Each :class:`Entry` is one case that broke in a real library (ids ``C1`` to ``C65``): the input,
+Each :class:`Entry` is one case that broke in a real library (ids ``C1`` to ``C66``): the input,
 what went wrong and where, the public reports it comes from, what dlbridge does about it, the
 tests that cover it and, when a CPU-only machine cannot exercise it, why. The checker's own
 cases (:mod:`dlbridge.check.cases`) name the entries they exercise in their ``refs``.
@@ -935,6 +935,29 @@ ENTRIES: tuple[Entry, ...] = (
         "checker's case `hostile/byte_offset` feeds such a capsule to every consumer.",
         ("tests/test_check_audit.py::test_consumer_audits_of_dlbridge",),
     ),
+    Entry(
+        "C66",
+        "An array whose `__dlpack_device__` and capsule name a device its memory is not on",
+        "The producer is at fault, and its consumers believe it: array-api-strict 2.6.0 "
+        "reported the host memory of its virtual devices as CUDA memory, so a CUDA consumer "
+        "would hand host addresses to its kernels (taken back; `(kDLCPU, id)` with an id other "
+        "than 0 is proposed for such devices instead). Pinned host memory is named "
+        "inconsistently: CuPy's as CPU memory, which is right, as is kDLCUDAHost.",
+        (_p("data-apis/array-api-strict", 212), _p("data-apis/array-api-strict", 221),
+         _p("data-apis/array-api-strict", 233), _i(JAX, 37896)),
+        "dlbridge names its own memory as the CUDA driver reports it (kDLCUDA with the device's "
+        "ordinal, kDLCUDAHost for pinned, kDLCUDAManaged for managed memory) and passes on the "
+        "claims of the memory it imports. The checker's producer audit "
+        "(`producer/device_claim`) asks the CUDA driver itself, where one is loaded, what the "
+        "memory at each producer's data pointer is, and reports a claim that does not fit it "
+        "against the producer; `(kDLCPU, id)` is accepted for host memory whatever the id. The "
+        "way out for a producer: name host memory kDLCPU (or kDLCUDAHost when pinned) and device "
+        "memory kDLCUDA with its ordinal.",
+        (
+            "tests/test_check_device_claim.py::test_device_claims_against_the_standin",
+            "tests/test_check_device_claim.py::test_the_checker_finds_virtarrays_claim",
+        ),
+    ),
 )
 
 BY_C: dict[str, Entry] = {e.id: e for e in ENTRIES}
@@ -984,7 +1007,7 @@ def markdown() -> str:
         "dlbridge is built and tested against, "
         "with the public reports it comes from, what dlbridge does about it, the tests that cover "
         "it and the cases of the checker (`python -m dlbridge check`) that exercise it. The "
-        "checker's reports link to these entries by their ids (C1 to C65); its own cases are "
+        "checker's reports link to these entries by their ids (C1 to C66); its own cases are "
         "listed "
         "[by feature](#checker-cases) at the end.",
         "",
@@ -1087,7 +1110,7 @@ def case_link(case_id: str) -> str:
 
 
 def link_refs(escaped: str) -> str:
-    """Turn the catalog ids (C1 ... C65) in already-escaped HTML text into links."""
+    """Turn the catalog ids (C1 ... C66) in already-escaped HTML text into links."""
     return re.sub(r"\bC(\d{1,2})\b", lambda m: entry_link(m.group(0)), escaped)
 
 
