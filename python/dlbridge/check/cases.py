@@ -1,6 +1,6 @@
 """The checker's cases: what it exchanges, between which libraries, expecting what.
 
-Every case names the entries of dlbridge's catalog of real-world cases (C1 to C66,
+Every case names the entries of dlbridge's catalog of real-world cases (C1 to C67,
 :mod:`dlbridge.check.catalog`) it exercises in ``refs``. Features group cases for the
 report's colour matrices. A case says how the source is built (a :class:`Recipe`: dtype, shape,
 order, view operations, read-only), what is passed to ``from_dlpack`` (``copy=``, ``device=``),
@@ -295,6 +295,8 @@ NOT_COVERED = {
            "where a CPU reaches it)",
     "C56": "pickling across processes, not an exchange between libraries in one process (covered "
            "by dlbridge's own pickle and shared-memory tests)",
+    "C67": "a race of threads for one capsule, not an exchange between one producer and one "
+           "consumer (covered by dlbridge's own tests on free-threaded Python)",
 }
 
 

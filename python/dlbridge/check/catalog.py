@@ -1,6 +1,6 @@
 """dlbridge's catalog of real-world exchange cases, and the page that documents it.
 
-Each :class:`Entry` is one case that broke in a real library (ids ``C1`` to ``C66``): the input,
+Each :class:`Entry` is one case that broke in a real library (ids ``C1`` to ``C67``): the input,
 what went wrong and where, the public reports it comes from, what dlbridge does about it, the
 tests that cover it and, when a CPU-only machine cannot exercise it, why. The checker's own
 cases (:mod:`dlbridge.check.cases`) name the entries they exercise in their ``refs``.
@@ -958,6 +958,29 @@ ENTRIES: tuple[Entry, ...] = (
             "tests/test_check_device_claim.py::test_the_checker_finds_virtarrays_claim",
         ),
     ),
+    Entry(
+        "C67",
+        "One capsule imported by several threads at once, on free-threaded Python",
+        "The consumers are at fault, with the caller that shares one capsule between threads: "
+        "NumPy and PyTorch check a capsule's name, read its pointer and rename it in separate "
+        "steps. CPython makes each of a capsule's fields atomic, not the sequence, so with the "
+        "GIL off two threads can both take one capsule: both import its memory and the "
+        "producer's deleter runs twice (a double free). Measured on CPython 3.14t with NumPy "
+        "2.5 and torch 2.15, eight threads on two cores: between one round in 10 and one in 50.",
+        (_i("python/cpython", 145563),),
+        "dlbridge holds the capsule's critical section (free-threaded CPython's lock of an "
+        "object) while it checks, reads and renames it, so two dlbridge imports never both take "
+        "one capsule; it cannot stop a consumer that does not lock from taking the capsule "
+        "beside it. The way out: hand each consumer the producer itself, so that each gets a "
+        "capsule of its own from `__dlpack__` (never one capsule shared between threads, nor a "
+        "producer that hands out a cached one), or import once and share the array. A consumer "
+        "library closes the race by holding the capsule's critical section "
+        "(`Py_BEGIN_CRITICAL_SECTION`) from the name check to the rename.",
+        (
+            "tests/test_freethreaded_race.py::test_dlbridge_takes_a_shared_capsule_once",
+            "tests/test_freethreaded_race.py::test_numpy_and_torch_race_for_one_capsule",
+        ),
+    ),
 )
 
 BY_C: dict[str, Entry] = {e.id: e for e in ENTRIES}
@@ -1007,7 +1030,7 @@ def markdown() -> str:
         "dlbridge is built and tested against, "
         "with the public reports it comes from, what dlbridge does about it, the tests that cover "
         "it and the cases of the checker (`python -m dlbridge check`) that exercise it. The "
-        "checker's reports link to these entries by their ids (C1 to C66); its own cases are "
+        "checker's reports link to these entries by their ids (C1 to C67); its own cases are "
         "listed "
         "[by feature](#checker-cases) at the end.",
         "",
@@ -1110,7 +1133,7 @@ def case_link(case_id: str) -> str:
 
 
 def link_refs(escaped: str) -> str:
-    """Turn the catalog ids (C1 ... C66) in already-escaped HTML text into links."""
+    """Turn the catalog ids (C1 ... C67) in already-escaped HTML text into links."""
     return re.sub(r"\bC(\d{1,2})\b", lambda m: entry_link(m.group(0)), escaped)
 
 
