@@ -125,3 +125,22 @@ def case_without_a_driver_the_audit_is_unsupported():
         assert "no CUDA driver" in str(e) and "CUDA_ERROR_NO_DEVICE" in str(e), e
     else:
         raise AssertionError("the audit ran without a driver")
+
+
+def case_the_way_out_asks_for_the_memory_where_it_is():
+    """The report's way out for host memory called GPU memory: ask for it on the CPU
+    (``from_dlpack(x, device="cpu")``). virtarray then hands out a capsule that names it right."""
+    import virtarray
+
+    x = virtarray.asarray(np.arange(12.0).reshape(3, 4), device="device1")
+    assert _texts(x), "virtarray's own claim must be a finding"
+    assert np.from_dlpack(x, device="cpu").tolist() == np.arange(12.0).reshape(3, 4).tolist()
+
+    class OnTheCpu:
+        def __dlpack_device__(self):
+            return (CPU, 0)
+
+        def __dlpack__(self, **kw):
+            return x.__dlpack__(dl_device=(CPU, 0), **kw)
+
+    assert _audit(OnTheCpu()) == []
