@@ -966,7 +966,8 @@ ENTRIES: tuple[Entry, ...] = (
         "steps. CPython makes each of a capsule's fields atomic, not the sequence, so with the "
         "GIL off two threads can both take one capsule: both import its memory and the "
         "producer's deleter runs twice (a double free). Measured on CPython 3.14t with NumPy "
-        "2.5 and torch 2.15, eight threads on two cores: between one round in 10 and one in 50.",
+        "2.5 and torch 2.15, eight threads on two cores: from no round to one in 15, as the "
+        "threads happen to be scheduled.",
         (_i("python/cpython", 145563),),
         "dlbridge holds the capsule's critical section (free-threaded CPython's lock of an "
         "object) while it checks, reads and renames it, so two dlbridge imports never both take "
