@@ -100,6 +100,19 @@ def case_claims_that_disagree_are_a_finding():
     assert "claims cuda (2, 0) for host memory" in texts[1] and len(texts) == 2, texts
 
 
+def case_a_failing_dlpack_device_is_a_finding():
+    a = np.arange(12.0).reshape(3, 4)
+
+    class NoDevice(FakeProducer):
+        def __dlpack_device__(self):
+            raise RuntimeError("no device")
+
+    liar = NoDevice(lambda **_kw: FakeManagedTensor(data=a, shape=(3, 4), strides=(4, 1),
+                                                    dtype="float64"))
+    found = audit.run("device_claim", audit.Audited(liar, None, (CPU, 0), None))
+    assert found == [("device_claim", "__dlpack_device__() failed: RuntimeError: no device")]
+
+
 def case_a_claim_passed_on_is_the_first_producers():
     """dlbridge imports what a producer claims: the Tensor it made re-exports host memory as
     CUDA memory. Judged as a re-export, that is not a finding against it; a claim it changed

@@ -61,7 +61,10 @@ def device_claim(a: Audited) -> list[Finding]:
         cm.driver()
     except cm.NoDriver as e:
         raise Unsupported(f"no CUDA driver to ask where the memory is ({e})") from e
-    declared = _declared(a.obj)
+    try:
+        declared = _declared(a.obj)
+    except Exception as e:  # noqa: BLE001 - the spec requires the method: any failure is a finding
+        return [("device_claim", f"__dlpack_device__() failed: {type(e).__name__}: {e}")]
     try:
         cap = a.export_any()
     except Refused as e:
