@@ -13,6 +13,8 @@ returns findings against the producer: ``(check, text)`` pairs, empty when it di
 - ``copy_false``: ``copy=False`` aliases the producer's memory or refuses with BufferError.
 - ``dl_device``: ``dl_device`` naming the array's own device, or the CPU, is honoured or refused
   with BufferError; never another exception family, never a capsule on another device.
+- ``device_claim``: the device ``__dlpack_device__`` and the capsule name is where the memory is,
+  as a CUDA driver tells (:mod:`dlbridge_check.deviceclaim`; unsupported without a driver).
 
 A BufferError from ``__dlpack__`` is a right answer to every request audited here (the
 producer may be unable to copy, to move or to export legacy capsules): :class:`Refused`, which
@@ -31,6 +33,7 @@ import numpy as np
 
 from . import refcapsule as rc
 from .adapters.base import Unsupported
+from .deviceclaim import device_claim
 
 Finding = tuple[str, str]
 
@@ -44,14 +47,17 @@ ASK = rc.REF_VERSION
 
 class Audited:
     """The object audited and what its capsules must show: the address of its first element
-    (None when unknown), its device and its values (None for memory the host cannot read)."""
+    (None when unknown), its device and its values (None for memory the host cannot read).
+    ``given``: for an object that re-exports another producer's memory, the device that
+    producer claimed (None otherwise)."""
 
     def __init__(self, obj: Any, ptr: int | None, device: tuple[int, int],
-                 values: np.ndarray | None) -> None:
+                 values: np.ndarray | None, given: tuple[int, int] | None = None) -> None:
         self.obj = obj
         self.ptr = ptr
         self.device = device
         self.values = values
+        self.given = given
 
     def export(self, **kw: Any) -> Any:
         """``__dlpack__(**kw)``: a BufferError is :class:`Refused`, a TypeError (an old producer
@@ -190,6 +196,7 @@ AUDITS: dict[str, Callable[[Audited], list[Finding]]] = {
     "copy_true": copy_true,
     "copy_false": copy_false,
     "dl_device": dl_device,
+    "device_claim": device_claim,
 }
 
 

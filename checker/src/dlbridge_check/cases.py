@@ -1,6 +1,6 @@
 """The checker's cases: what it exchanges, between which libraries, expecting what.
 
-Every case names the entries of dlbridge's catalog of real-world cases (C1 to C65,
+Every case names the entries of dlbridge's catalog of real-world cases (C1 and up,
 :mod:`dlbridge_check.catalog`) it exercises in ``refs``. Features group cases for the
 report's colour matrices. A case says how the source is built (a :class:`Recipe`: dtype, shape,
 order, view operations, read-only), what is passed to ``from_dlpack`` (``copy=``, ``device=``),
@@ -237,6 +237,8 @@ AUDITS: list[tuple[str, str, tuple[str, ...]]] = [
      ("C62",)),
     ("dl_device", "dl_device of its own device or the CPU: honoured or BufferError, never "
      "another exception", ("C39", "C61")),
+    ("device_claim", "the device __dlpack_device__ and the capsule name is where the memory "
+     "is, as a CUDA driver says", ("C71",)),
 ]
 
 
@@ -293,6 +295,8 @@ NOT_COVERED = {
            "where a CPU reaches it)",
     "C56": "pickling across processes, not an exchange between libraries in one process (covered "
            "by dlbridge's own pickle and shared-memory tests)",
+    "C72": "a race of threads for one capsule, not an exchange between one producer and one "
+           "consumer (covered by dlbridge's own tests on free-threaded Python)",
 }
 
 

@@ -1,6 +1,6 @@
 """dlbridge's catalog of real-world exchange cases, and the page that documents it.
 
-Each :class:`Entry` is one case that broke in a real library (ids ``C1`` to ``C65``): the input,
+Each :class:`Entry` is one case that broke in a real library (ids ``C1`` to ``C72``): the input,
 what went wrong and where, the public reports it comes from, what dlbridge does about it, the
 tests that cover it and, when a CPU-only machine cannot exercise it, why. The checker's own
 cases (:mod:`dlbridge_check.cases`) name the entries they exercise in their ``refs``.
@@ -935,6 +935,53 @@ ENTRIES: tuple[Entry, ...] = (
         "checker's case `hostile/byte_offset` feeds such a capsule to every consumer.",
         ("tests/test_check_audit.py::test_consumer_audits_of_dlbridge",),
     ),
+    Entry(
+        "C71",
+        "An array whose `__dlpack_device__` and capsule name a device its memory is not on",
+        "The producer is at fault, and its consumers believe it: array-api-strict 2.6.0 "
+        "reported the host memory of its virtual devices as CUDA memory, so a CUDA consumer "
+        "would hand host addresses to its kernels (taken back; `(kDLCPU, id)` with an id other "
+        "than 0 is proposed for such devices instead). Pinned host memory is named "
+        "inconsistently: CuPy's as CPU memory, which is right, as is kDLCUDAHost.",
+        (_p("data-apis/array-api-strict", 212), _p("data-apis/array-api-strict", 221),
+         _p("data-apis/array-api-strict", 233), _i(JAX, 37896)),
+        "dlbridge names its own memory as the CUDA driver reports it (kDLCUDA with the device's "
+        "ordinal, kDLCUDAHost for pinned, kDLCUDAManaged for managed memory) and passes on the "
+        "claims of the memory it imports. The checker's producer audit "
+        "(`producer/device_claim`) asks the CUDA driver itself, where one is loaded, what the "
+        "memory at each producer's data pointer is, and reports a claim that does not fit it "
+        "against the producer; `(kDLCPU, id)` is accepted for host memory whatever the id. The "
+        "way out for a producer: name host memory kDLCPU (or kDLCUDAHost when pinned) and device "
+        "memory kDLCUDA with its ordinal.",
+        (
+            "tests/test_check_device_claim.py::test_device_claims_against_the_standin",
+            "tests/test_check_device_claim.py::test_the_checker_finds_virtarrays_claim",
+        ),
+    ),
+    Entry(
+        "C72",
+        "One capsule imported by several threads at once, on free-threaded Python",
+        "The consumers are at fault, with the caller that shares one capsule between threads: "
+        "NumPy and PyTorch check a capsule's name, read its pointer and rename it in separate "
+        "steps. CPython makes each of a capsule's fields atomic, not the sequence, so with the "
+        "GIL off two threads can both take one capsule: both import its memory and the "
+        "producer's deleter runs twice (a double free). Measured on CPython 3.14t with NumPy "
+        "2.5 and torch 2.15, eight threads on two cores: from no round to one in 15, as the "
+        "threads happen to be scheduled.",
+        (_i("python/cpython", 145563),),
+        "dlbridge holds the capsule's critical section (free-threaded CPython's lock of an "
+        "object) while it checks, reads and renames it, so two dlbridge imports never both take "
+        "one capsule; it cannot stop a consumer that does not lock from taking the capsule "
+        "beside it. The way out: hand each consumer the producer itself, so that each gets a "
+        "capsule of its own from `__dlpack__` (never one capsule shared between threads, nor a "
+        "producer that hands out a cached one), or import once and share the array. A consumer "
+        "library closes the race by holding the capsule's critical section "
+        "(`Py_BEGIN_CRITICAL_SECTION`) from the name check to the rename.",
+        (
+            "tests/test_freethreaded_race.py::test_dlbridge_takes_a_shared_capsule_once",
+            "tests/test_freethreaded_race.py::test_numpy_and_torch_race_for_one_capsule",
+        ),
+    ),
 )
 
 BY_C: dict[str, Entry] = {e.id: e for e in ENTRIES}
@@ -984,7 +1031,7 @@ def markdown() -> str:
         "dlbridge is built and tested against, "
         "with the public reports it comes from, what dlbridge does about it, the tests that cover "
         "it and the cases of the checker (`python -m dlbridge check`) that exercise it. The "
-        "checker's reports link to these entries by their ids (C1 to C65); its own cases are "
+        "checker's reports link to these entries by their ids (C1 to C72); its own cases are "
         "listed "
         "[by feature](#checker-cases) at the end.",
         "",
@@ -1087,7 +1134,7 @@ def case_link(case_id: str) -> str:
 
 
 def link_refs(escaped: str) -> str:
-    """Turn the catalog ids (C1 ... C65) in already-escaped HTML text into links."""
+    """Turn the catalog ids (C1 ... C72) in already-escaped HTML text into links."""
     return re.sub(r"\bC(\d{1,2})\b", lambda m: entry_link(m.group(0)), escaped)
 
 

@@ -89,6 +89,9 @@ WORKAROUNDS = {
     "deleter": "memory is leaked or freed twice: avoid this exchange in long-running code",
     "consumed": "never hand the same capsule to from_dlpack twice",
     "device": "pass device= explicitly and check where the result lives",
+    "device_claim": "its memory is not where it says: ask for it where it is (from_dlpack(x, "
+                    'device="cpu") for host memory it calls GPU memory), or move it with its own '
+                    "library first",
     "strides": "make a C-contiguous copy before the exchange",
     "warning": "expect a warning on every import; copy first to avoid it",
     "reduce": "make a C-contiguous copy before reducing",

@@ -1143,7 +1143,8 @@ def run_audit(src: Source, case: Case, route: str) -> dict:
     values = src.ref if rc.host_readable(device) else None
     stage("inspect dlbridge.Tensor" if route == "dlbridge" else "consumer")
     try:
-        findings = audit.run(kind, audit.Audited(obj, ptr, device, values))
+        given = src.device if route == "dlbridge" else None
+        findings = audit.run(kind, audit.Audited(obj, ptr, device, values, given))
     except audit.Refused as e:
         return result(PASS, f"refused as the spec allows: {e}")
     except BufferError as e:
