@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import threading
 from typing import Any
 
 import numpy as np
@@ -430,10 +431,16 @@ class _Export:
 _EXPORTS: dict[int, _Export] = {}
 
 
+#: deleters may run on several threads at once (free-threaded Python): the count is a
+#: read-modify-write, so it is taken under a lock
+_COUNT_LOCK = threading.Lock()
+
+
 def _deleter_impl(ptr: int) -> None:
     exp = _EXPORTS.get(ptr)
     if exp is not None:
-        exp.owner.deleter_calls += 1
+        with _COUNT_LOCK:
+            exp.owner.deleter_calls += 1
 
 
 _DELETER = DELETER(_deleter_impl)
