@@ -741,6 +741,9 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
             check = "right_refusal"  # the dlbridge route may refuse here too
         if st == UNSUPPORTED and case.peers_can and isinstance(e, BufferError):
             return _peers_could(detail, case)
+        if st == UNSUPPORTED and case.must_accept and isinstance(e, BufferError):
+            return result(FAIL, f"{detail}; it must take it: {case.must_accept}", fault=fault,
+                          check="refused")
         return result(st, detail, fault=fault if st in (FAIL, ERROR) else None, check=check)
     stage("inspect")
     try:
@@ -1143,7 +1146,7 @@ def run_audit(src: Source, case: Case, route: str) -> dict:
     values = src.ref if rc.host_readable(device) else None
     stage("inspect dlbridge.Tensor" if route == "dlbridge" else "consumer")
     try:
-        findings = audit.run(kind, audit.Audited(obj, ptr, device, values))
+        findings = audit.run(kind, audit.Audited(obj, ptr, device, values, src.readonly))
     except audit.Refused as e:
         return result(PASS, f"refused as the spec allows: {e}")
     except BufferError as e:
@@ -1174,6 +1177,10 @@ def run_unit(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
     try:
         if case.mode.startswith("audit:"):
             r = run_audit(src, case, route)
+        elif case.judge is not None:
+            from . import consumers
+
+            r = consumers.run(ctx, pname, cname, case, route)
         elif route == "direct":
             r = run_direct(ctx, pname, cname, case)
         else:
