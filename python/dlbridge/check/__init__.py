@@ -9,7 +9,7 @@ a terminal summary, ``--json`` and ``--html``. The exit status is 1 when dlbridg
 case, 3 when it fails none but a library named by ``--fail-on`` has findings against it, 2 for a
 usage error, 0 otherwise (whatever the other peer libraries do).
 
-Cases name the entries of dlbridge's catalog of real-world cases (C1 to C65,
+Cases name the entries of dlbridge's catalog of real-world cases (C1 to C70,
 :mod:`dlbridge.check.catalog`, printed by ``--catalog``) that they exercise; the reports link to
 them.
 """

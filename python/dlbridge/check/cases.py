@@ -1,6 +1,6 @@
 """The checker's cases: what it exchanges, between which libraries, expecting what.
 
-Every case names the entries of dlbridge's catalog of real-world cases (C1 to C65,
+Every case names the entries of dlbridge's catalog of real-world cases (C1 to C70,
 :mod:`dlbridge.check.catalog`) it exercises in ``refs``. Features group cases for the
 report's colour matrices. A case says how the source is built (a :class:`Recipe`: dtype, shape,
 order, view operations, read-only), what is passed to ``from_dlpack`` (``copy=``, ``device=``),
