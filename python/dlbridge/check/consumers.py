@@ -20,9 +20,8 @@ consumer.
   (``dl_device=(1, 0)``) takes ``stream=None`` only. A consumer that passes no stream has nothing
   to judge: unsupported, saying so.
 
-Only the route ``direct`` is judged here; the route through dlbridge of the first case is the
-ordinary one, and of the others it is unsupported (dlbridge passes no streams, and its import
-of a scalar is a 0-d array's, a case of its own).
+On the route through dlbridge the consumer is handed ``dlbridge.from_dlpack(x)`` instead of
+``x`` and judged the same way (the first case takes the ordinary route through dlbridge).
 """
 
 from __future__ import annotations
@@ -83,7 +82,9 @@ def stream_findings(requests: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def copy_false_device(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
+def copy_false_device(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
+    if route == "dlbridge":
+        return run_dlbridge(ctx, pname, cname, case)
     src = ctx.source(pname, case)
     x = src.x
     asked_before = len(getattr(x, "requests", []))
@@ -110,23 +111,37 @@ def copy_false_device(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
                         "BufferError", fault="consumer", check="accepted", stage_="consumer")
 
 
-def numpy_scalar(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
+def _through_dlbridge(x: Any) -> Any:
+    """``dlbridge.from_dlpack(x)`` for the route through dlbridge (Unsupported when it
+    refuses: its imports are judged by the other cases)."""
+    import dlbridge
+
+    stage("dlbridge.from_dlpack")
+    try:
+        return dlbridge.from_dlpack(x)
+    except Exception as e:
+        raise Unsupported(f"dlbridge does not import it: {short(e)}") from e
+
+
+def numpy_scalar(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
     src = ctx.source(pname, case)
     scalar = np.asarray(src.x)[()]
     ptr = np.frombuffer(memoryview(scalar), scalar.dtype).ctypes.data
     has_dlpack = hasattr(scalar, "__dlpack__")
+    given = _through_dlbridge(scalar) if route == "dlbridge" else scalar
     stage("consumer")
     try:
-        y = ctx.libs[cname].consume(scalar)
+        y = ctx.libs[cname].consume(given)
     except Unsupported as e:
         return result(UNSUPPORTED, str(e))
     except BufferError as e:
         return result(PASS, f"refused with BufferError: {short(e)}")
     except Exception as e:  # noqa: BLE001 - the exception's family is what is judged
-        if not has_dlpack and isinstance(e, (TypeError, AttributeError)):
+        if given is scalar and not has_dlpack and isinstance(e, (TypeError, AttributeError)):
             return result(UNSUPPORTED, f"NumPy {np.__version__} scalars have no __dlpack__, and "
                                        f"{cname} refuses an object without it: {short(e)}")
-        return result(ERROR, f"{cname}.from_dlpack of a NumPy scalar raised {short(e)}; "
+        what = "a NumPy scalar" if given is scalar else "the dlbridge.Tensor of a NumPy scalar"
+        return result(ERROR, f"{cname}.from_dlpack of {what} raised {short(e)}; "
                              "expected the scalar's value or BufferError", fault="consumer",
                       check="exception", stage_="consumer")
     stage("inspect")
@@ -148,11 +163,11 @@ def numpy_scalar(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
     return result(PASS, "the scalar's value as a 0-d array")
 
 
-def oneapi_stream(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
+def oneapi_stream(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
     src = ctx.source(pname, case)
     if src.device[0] != ONEAPI:
         return result(UNSUPPORTED, f"{pname}'s array is not oneAPI memory")
-    rec = StreamRecorder(src.x)
+    rec = StreamRecorder(_through_dlbridge(src.x) if route == "dlbridge" else src.x)
     clib = ctx.libs[cname]
     for device in (None, "cpu"):  # its own device, then a CPU target
         stage("consumer")
@@ -183,8 +198,4 @@ JUDGES = {
 def run(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
     """The result of one unit of a case with a judge (``case.judge``)."""
     assert case.judge is not None
-    if route == "direct":
-        return JUDGES[case.judge](ctx, pname, cname, case)
-    if case.judge == "copy_false_device":
-        return run_dlbridge(ctx, pname, cname, case)
-    return result(UNSUPPORTED, f"{case.id} is judged on the direct route only")
+    return JUDGES[case.judge](ctx, pname, cname, case, route)
