@@ -258,6 +258,22 @@ def test_versioned_only_scalar_into_consumers():
     assert (r["status"], r["fault"], r["check"]) == ("fail", "consumer", "readonly")
 
 
+def test_versioned_only_scalar_into_torch():
+    """torch (2.15) has no read-only tensors and imports the read-only scalar as a writable
+    alias: a finding against it for as long as it does."""
+    torch = _installed("torch")
+    ref = rc.RefArray(np.array(2.5), mode="scalar_readonly")
+    y = torch.from_dlpack(ref)
+    aliases = y.data_ptr() == ref.data_ptr
+    del y
+    ref.finish()
+    r = _unit("input/scalar_readonly", "dlpack-ref", "torch")
+    if aliases:
+        assert (r["status"], r["fault"], r["check"]) == ("fail", "consumer", "readonly")
+    else:
+        assert r["status"] == "pass"
+
+
 # ------------------------------------------------------- C68: legacy request, then max_version
 class RuntimeErrorForLegacy(Wrapper):
     def __dlpack__(self, **kw):
