@@ -207,7 +207,7 @@ def copy_false_elsewhere(a: Audited) -> list[Finding]:
     except (Refused, Unsupported):
         raise
     except Exception as e:  # noqa: BLE001 - the exception's family is what is judged
-        return [("exception", f"{asked} raised {type(e).__name__} ({_short(e)}); a request "
+        return [("copy_false", f"{asked} raised {type(e).__name__} ({_short(e)}); a request "
                               "that needs a copy under copy=False must be refused with "
                               "BufferError")]
     info = rc.read_capsule(cap, read_values=False)

@@ -105,7 +105,7 @@ def copy_false_device(ctx: Ctx, pname: str, cname: str, case: Case, route: str) 
         why = ("the producer refused with BufferError and the consumer must pass that on"
                if refused else "a copy is needed and copy=False forbids it")
         return result(ERROR, f"{cname}.from_dlpack raised {short(e)}; expected BufferError "
-                             f"({why})", fault="consumer", check="exception", stage_="consumer")
+                             f"({why})", fault="consumer", check="copy_false", stage_="consumer")
     return result(FAIL, f"{cname}.from_dlpack took {rc.device_name(src.device[0])} memory with "
                         'device="cpu", copy=False, which only a copy can meet; expected '
                         "BufferError", fault="consumer", check="accepted", stage_="consumer")
@@ -143,7 +143,7 @@ def numpy_scalar(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> di
         what = "a NumPy scalar" if given is scalar else "the dlbridge.Tensor of a NumPy scalar"
         return result(ERROR, f"{cname}.from_dlpack of {what} raised {short(e)}; "
                              "expected the scalar's value or BufferError", fault="consumer",
-                      check="exception", stage_="consumer")
+                      check="scalar", stage_="consumer")
     stage("inspect")
     obs = observe(y)
     findings = []

@@ -748,7 +748,7 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
             return _peers_could(detail, case)
         if st == UNSUPPORTED and case.must_accept and isinstance(e, BufferError):
             return result(FAIL, f"{detail}; it must take it: {case.must_accept}", fault=fault,
-                          check="refused")
+                          check="must_accept")
         return result(st, detail, fault=fault if st in (FAIL, ERROR) else None, check=check)
     stage("inspect")
     try:
