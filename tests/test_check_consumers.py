@@ -427,3 +427,27 @@ def test_the_checker_runs_the_consumer_audit():
     bad = [r for r in results if r["status"] not in ("pass", "unsupported")]
     assert bad == [], bad
     assert doc["summary"]["exit_status"] == 0
+
+
+@pytest.mark.slow
+def test_the_stand_in_through_the_command_line(tmp_path):
+    """``python -m dlbridge check`` with the stand-in named as ``module:object``: the findings
+    against the consumer that passes CUDA's stream are against it, and the run exits 0."""
+    import os
+
+    from dlb_testing import run_checker
+
+    tests = Path(__file__).resolve().parent
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tests), str(THIRD_PARTY),
+                                                      env.get("PYTHONPATH")]))
+    run = run_checker(tmp_path, "--libraries",
+                      "numpy,queuearray:QueueArrayAdapter,queuearray:IntStreamAdapter",
+                      "--cases", "device/oneapi_stream", env=env)
+    assert run.doc is not None
+    by = {(r["producer"], r["consumer"], r["route"]): r for r in run.doc["results"]}
+    for route in ("direct", "dlbridge"):
+        assert by["queuearray", "queuearray", route]["status"] == "pass"
+        bad = by["queuearray", "intstream", route]
+        assert (bad["status"], bad["fault"], bad["check"]) == ("fail", "consumer", "stream")
+    assert run.doc["summary"]["by_library"]["intstream"]["consumer"] == 2
