@@ -459,7 +459,9 @@ class RefArray:
     ``"major2"`` (C17), ``"null_data"`` (C9, zero-size with data == NULL), ``"unknown_dtype"``
     (C63, a dtype code DLPack does not define), ``"unknown_flags"`` (C64, flag bits DLPack 1.3
     does not define), ``"byte_offset"`` (C65, a view exported as its base's data pointer plus
-    ``byte_offset``), and the modes of
+    ``byte_offset``), ``"scalar_readonly"`` (C67, read-only data exported through versioned
+    capsules only, as NumPy 2.6's scalars), the :data:`ZERO_SIZE_STRIDES` modes (C69), and the
+    modes of
     :data:`DEVICE_MODES` (host memory exported under a device type added after DLPack 1.3;
     ``dl_device=(1, 0)`` gets it as CPU memory, copied for the :data:`DEVICE_MEMORY_MODES`,
     whose memory the host is not meant to read).
