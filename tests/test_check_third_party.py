@@ -179,4 +179,4 @@ ORT_FINDINGS = {
     ("consumer", "peers_can"): 1,
     ("producer", "exception"): 19,
 }
-ORT_PASSES = 489
+ORT_PASSES = 490
