@@ -1,4 +1,4 @@
-"""dlbridge's catalog of real-world cases (``dlbridge.check.catalog``): complete, pointing at tests
+"""dlbridge's catalog of real-world cases (``dlbridge_check.catalog``): complete, pointing at tests
 that exist, and the committed ``docs/cases.md`` is exactly what the renderer writes."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from dlb_testing import run_checker
-from dlbridge.check import catalog
-from dlbridge.check.cases import CASES, NOT_COVERED
+from dlbridge_check import catalog
+from dlbridge_check.cases import CASES, NOT_COVERED
 
 ROOT = Path(__file__).resolve().parents[1]
 

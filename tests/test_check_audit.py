@@ -1,4 +1,4 @@
-"""The checker's producer audit (``dlbridge.check.audit``, cases ``producer/*``): correct producers
+"""The checker's producer audit (``dlbridge_check.audit``, cases ``producer/*``): correct producers
 pass, and each way a producer gets ``__dlpack__`` wrong is a finding against it.
 
 The faulty producers here are small wrappers over NumPy arrays, each wrong in one way a real
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import dlbridge
-from dlbridge.check import audit
-from dlbridge.check.refcapsule import RefArray
+from dlbridge_check import audit
+from dlbridge_check.refcapsule import RefArray
 from dlpack_ctypes import FakeManagedTensor, FakeProducer
 
 KINDS = sorted(audit.AUDITS)
@@ -197,7 +197,7 @@ def test_every_capsule_the_audit_takes_is_released():
 
 @pytest.mark.slow
 def test_the_checker_runs_the_audit_for_every_producer():
-    from dlbridge.check import run_check
+    from dlbridge_check import run_check
 
     doc, producers, _ = run_check(["numpy"], ["producer/*"], jobs=1)
     results = doc["results"]
@@ -241,7 +241,7 @@ def test_consumer_audits_of_dlbridge(collect):
 
 @pytest.mark.slow
 def test_the_checker_feeds_every_consumer_the_hostile_capsules():
-    from dlbridge.check import run_check
+    from dlbridge_check import run_check
 
     cases = ["hostile/unknown_dtype", "hostile/unknown_flags", "hostile/byte_offset"]
     doc, _, consumers = run_check(["numpy"], cases, jobs=1)

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 import dlbridge
-from dlbridge.check import Adapter, audit, consumers, worker
-from dlbridge.check import refcapsule as rc
-from dlbridge.check.cases import BY_ID
+from dlbridge_check import Adapter, audit, consumers, worker
+from dlbridge_check import refcapsule as rc
+from dlbridge_check.cases import BY_ID
 from dlpack_ctypes import FakeManagedTensor, FakeProducer
 
 THIRD_PARTY = Path(__file__).resolve().parent / "third_party"
@@ -414,7 +414,7 @@ def test_oneapi_stream_stand_in(monkeypatch):
 def test_the_checker_runs_the_consumer_audit():
     """The new cases through the checker's processes, NumPy as the peer: no finding against
     NumPy or dlbridge, and the audits of every producer ran."""
-    from dlbridge.check import run_check
+    from dlbridge_check import run_check
 
     cases = ["copy/false_device_memory", "input/numpy_scalar", "input/scalar_readonly",
              "layout/zero_size_*_strides", "device/oneapi_stream",

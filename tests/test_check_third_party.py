@@ -24,8 +24,9 @@ import pytest
 pytest.importorskip("numpy")
 
 import dlbridge
+import dlbridge_check
 from dlb_testing import CheckerRun, run_checker
-from dlbridge.check.report import against
+from dlbridge_check.report import against
 
 pytestmark = pytest.mark.slow  # a venv, two pip installs and checker runs: about a minute
 
@@ -37,8 +38,8 @@ READONLY_CASES = ("readonly/contiguous", "readonly/1d", "readonly/strided", "rea
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory) -> Path:
     """A venv with goodarray and leakyarray pip-installed (no network, no build isolation): it
-    sees this interpreter's packages (numpy, torch, pip, setuptools) and dlbridge through a .pth
-    file, so that only the two example packages are its own."""
+    sees this interpreter's packages (numpy, torch, pip, setuptools), dlbridge and the checker
+    through a .pth file, so that only the two example packages are its own."""
     root = tmp_path_factory.mktemp("third_party")
     env_dir = root / "venv"
     base = getattr(sys, "_base_executable", sys.executable)
@@ -51,6 +52,7 @@ def venv(tmp_path_factory) -> Path:
     # addsitedir also reads the .pth files there; dlbridge may come from PYTHONPATH instead
     lines = [f"import site; site.addsitedir({p!r})" for p in site.getsitepackages()]
     lines.append(str(Path(dlbridge.__file__).resolve().parents[1]))
+    lines.append(str(Path(dlbridge_check.__file__).resolve().parents[1]))
     (Path(purelib) / "_parent_venv.pth").write_text("\n".join(lines) + "\n")
     for package in ("goodarray", "leakyarray"):
         shutil.copytree(THIRD_PARTY / package, root / package)  # setuptools writes build/ there

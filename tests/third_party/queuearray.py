@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dlbridge.check import Adapter, Recipe, Unsupported
+from dlbridge_check import Adapter, Recipe, Unsupported
 from dlpack_ctypes import FakeManagedTensor
 
 __version__ = "1.0"
