@@ -43,7 +43,7 @@ def _claiming(ptr: int, capsule_device, declared=None) -> FakeProducer:
 
 def _audit(obj, given=None) -> list[tuple[str, str]]:
     device = tuple(obj.__dlpack_device__())
-    return audit.run("device_claim", audit.Audited(obj, None, device, None, given))
+    return audit.run("device_claim", audit.Audited(obj, None, device, None, given=given))
 
 
 def _texts(obj, given=None) -> list[str]:

@@ -15,6 +15,13 @@ returns findings against the producer: ``(check, text)`` pairs, empty when it di
   with BufferError; never another exception family, never a capsule on another device.
 - ``device_claim``: the device ``__dlpack_device__`` and the capsule name is where the memory is,
   as a CUDA driver tells (:mod:`dlbridge_check.deviceclaim`; unsupported without a driver).
+- ``copy_false_elsewhere``: ``copy=False`` with ``dl_device`` naming a device the data can only
+  reach by a copy (CUDA for host memory, the CPU for device memory) is refused with BufferError,
+  the one exception the standard names for it, never ValueError or RuntimeError.
+- ``legacy_then_retry``: what a consumer built for legacy capsules does (nanobind, NumPy's own
+  scalars): ``__dlpack__()`` without ``max_version`` and, on BufferError only, again with it.
+  The sequence must end with a capsule holding the array's values; a legacy capsule that
+  aliases read-only memory is a finding (a legacy capsule cannot say read-only).
 
 A BufferError from ``__dlpack__`` is a right answer to every request audited here (the
 producer may be unable to copy, to move or to export legacy capsules): :class:`Refused`, which
@@ -52,12 +59,15 @@ class Audited:
     producer claimed (None otherwise)."""
 
     def __init__(self, obj: Any, ptr: int | None, device: tuple[int, int],
-                 values: np.ndarray | None, given: tuple[int, int] | None = None) -> None:
+                 values: np.ndarray | None, readonly: bool = False,
+                 given: tuple[int, int] | None = None) -> None:
         self.obj = obj
         self.ptr = ptr
         self.device = device
         self.values = values
         self.given = given
+        #: nobody may write the array's memory (the truth, not what the producer says)
+        self.readonly = readonly
 
     def export(self, **kw: Any) -> Any:
         """``__dlpack__(**kw)``: a BufferError is :class:`Refused`, a TypeError (an old producer
@@ -190,6 +200,59 @@ def dl_device(a: Audited) -> list[Finding]:
     return findings
 
 
+def copy_false_elsewhere(a: Audited) -> list[Finding]:
+    if a.device[0] == 1:
+        target = (2, 0)  # host memory reaches a CUDA device only as a copy
+    elif not rc.host_readable(a.device):
+        target = (1, 0)  # device memory reaches the host only as a copy
+    else:
+        raise Unsupported(f"no device is out of reach of {rc.device_name(a.device[0])} memory "
+                          "without a copy")
+    asked = f"__dlpack__(dl_device={target}, copy=False)"
+    try:
+        cap = a.export(max_version=ASK, dl_device=target, copy=False)
+    except (Refused, Unsupported):
+        raise
+    except Exception as e:  # noqa: BLE001 - the exception's family is what is judged
+        return [("copy_false", f"{asked} raised {type(e).__name__} ({_short(e)}); a request "
+                              "that needs a copy under copy=False must be refused with "
+                              "BufferError")]
+    info = rc.read_capsule(cap, read_values=False)
+    return [("copy", f"{asked} cannot be met without a copy, yet it returned a "
+                     f"{info.describe()}; expected BufferError")]
+
+
+def legacy_then_retry(a: Audited) -> list[Finding]:
+    try:
+        cap, asked = a.export(), "__dlpack__()"
+    except Unsupported:
+        raise
+    except Refused:
+        try:
+            cap, asked = a.export(max_version=ASK), f"__dlpack__(max_version={ASK})"
+        except Refused as e:
+            raise Unsupported(f"it exports no capsule of this array: {e}") from e
+        except Unsupported as e:
+            return [("retry", f"__dlpack__() refused with BufferError, and the retry with "
+                              f"max_version={ASK} raised TypeError: {e}")]
+    except Exception as e:  # noqa: BLE001 - only a BufferError tells the caller to retry
+        return [("exception", f"__dlpack__() raised {type(e).__name__} ({_short(e)}); a "
+                              "producer that drops legacy capsules must say so with "
+                              "BufferError, the signal to retry with max_version")]
+    host = rc.host_readable(a.device)
+    info = a.read(cap)
+    findings = a.wrong_values(info)
+    if asked == "__dlpack__()" and info.versioned:
+        findings.append(("max_version", f"{asked} returned a versioned capsule that a legacy "
+                                        "consumer cannot parse"))
+    aliased = a.ptr is not None and info.size and info.data_ptr == a.ptr and host
+    if a.readonly and not info.versioned and aliased:
+        findings.append(("readonly", f"{asked} exported read-only memory in a legacy capsule, "
+                                     "which cannot say read-only (refuse it with BufferError, "
+                                     "or copy)"))
+    return findings
+
+
 AUDITS: dict[str, Callable[[Audited], list[Finding]]] = {
     "two_capsules": two_capsules,
     "legacy_request": legacy_request,
@@ -197,6 +260,8 @@ AUDITS: dict[str, Callable[[Audited], list[Finding]]] = {
     "copy_false": copy_false,
     "dl_device": dl_device,
     "device_claim": device_claim,
+    "copy_false_elsewhere": copy_false_elsewhere,
+    "legacy_then_retry": legacy_then_retry,
 }
 
 

@@ -37,6 +37,11 @@ class Case:
     strict_strides: bool = False  # C10: strides of the extent > 1 dims must be the C strides
     #: why a direct refusal is a finding against the peers (they have what the exchange needs)
     peers_can: str | None = None
+    #: why a BufferError from the consumer is a finding against it (what it gets is valid)
+    must_accept: str | None = None
+    #: the judge of the consumer audit (:mod:`dlbridge_check.consumers`) that runs the case's
+    #: units instead of the ordinary routes
+    judge: str | None = None
 
 
 FEATURES = {
@@ -239,6 +244,38 @@ AUDITS: list[tuple[str, str, tuple[str, ...]]] = [
      "another exception", ("C39", "C61")),
     ("device_claim", "the device __dlpack_device__ and the capsule name is where the memory "
      "is, as a CUDA driver says", ("C71",)),
+    ("copy_false_elsewhere", "copy=False with dl_device of a device the data reaches only by a "
+     "copy: BufferError, never ValueError or RuntimeError", ("C66",)),
+    ("legacy_then_retry", "__dlpack__() without max_version, then with it after a BufferError "
+     "(a legacy consumer's sequence): a capsule with the array's values", ("C68",)),
+]
+
+#: What a consumer is fed beyond the ordinary routes: an impossible copy=False, NumPy scalars,
+#: the forms of a zero-size array's strides, oneAPI streams (the judges are in
+#: :mod:`dlbridge_check.consumers`).
+ZERO_SIZE_FORMS = [
+    ("zero_size_c_strides", "the C strides (3, 1)"),
+    ("zero_size_zero_strides", "strides (0, 0)"),
+    ("zero_size_null_strides", "strides NULL in a DLPack 1.1 capsule"),
+    ("zero_size_unit_strides", "strides (1, 1)"),
+]
+ZERO_SIZE_ACCEPT = "an array without elements has no layout: every form of its strides is valid"
+CONSUMER_ROWS: list[Case] = [
+    _case("copy/false_device_memory", 'memory on an Ascend NPU with device="cpu", copy=False: '
+          "only a copy reaches the CPU, so the consumer must refuse", ("C66", "C39"),
+          mode="ascend", device="cpu", copy=False, producers=REF, judge="copy_false_device"),
+    _case("input/numpy_scalar", "a NumPy scalar (np.float64) instead of an array", ("C67",),
+          Recipe(F64, ()), producers=("numpy",), judge="numpy_scalar"),
+    _case("input/scalar_readonly", "a scalar exporting read-only data in versioned capsules "
+          "only, refusing legacy requests (NumPy >= 2.6 scalars)", ("C67",), Recipe(F64, ()),
+          mode="scalar_readonly", producers=REF),
+    *[_case(f"layout/{mode}", f"zero-size (0, 3) exported with {what}", ("C57", "C69"),
+            Recipe("float32", (0, 3)), mode=mode, producers=REF, must_accept=ZERO_SIZE_ACCEPT)
+      for mode, what in ZERO_SIZE_FORMS],
+    # every producer: the judge takes those whose memory is oneAPI memory (dpnp's)
+    _case("device/oneapi_stream", "oneAPI memory: the stream= a consumer passes to __dlpack__ "
+          "(None or the queue object the libraries agree on; None for a CPU target)", ("C70",),
+          judge="oneapi_stream"),
 ]
 
 
@@ -253,7 +290,10 @@ def _build_cases() -> list[Case]:
     ]
     audits = [_case(f"producer/{kind}", title, refs, mode=f"audit:{kind}",
                     consumers=("dlpack-ref",)) for kind, title, refs in AUDITS]
-    return dtypes + layouts + ROWS + audits
+    audits.append(_case("producer/legacy_retry_readonly", "the legacy consumer's sequence "
+                        "on a read-only array: never a legacy capsule aliasing it", ("C68",),
+                        READ_ONLY, mode="audit:legacy_then_retry", consumers=("dlpack-ref",)))
+    return dtypes + layouts + ROWS + audits + CONSUMER_ROWS
 
 
 CASES: list[Case] = _build_cases()
@@ -274,6 +314,7 @@ NOT_COVERED = {
     "C29": "needs torch",
     "C31": "needs TensorFlow",
     "C36": "needs a producer on a non-CPU device (dpnp)",
+    "C70": "needs a oneAPI producer (dpnp)",
     "C32": "needs two CUDA devices",
     "C33": "needs CUDA (pinned host memory)",
     "C34": "needs CUDA (managed memory)",

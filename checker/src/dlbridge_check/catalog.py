@@ -936,6 +936,100 @@ ENTRIES: tuple[Entry, ...] = (
         ("tests/test_check_audit.py::test_consumer_audits_of_dlbridge",),
     ),
     Entry(
+        "C66",
+        "`from_dlpack(x, device=\"cpu\", copy=False)` of device memory, or "
+        "`x.__dlpack__(dl_device=..., copy=False)` for a device the data reaches only by a copy",
+        "The wrong exception family for a request nobody can meet: MLX was reported raising "
+        "ValueError; torch's meta tensors raise ValueError; the `__dlpack__` of torch, JAX and "
+        "TensorFlow raise ValueError or RuntimeError for a CUDA target; JAX's `from_dlpack` raises"
+        " TypeError or RuntimeError for memory on a device it lacks. A caller that catches "
+        "BufferError to fall back to a copy misses them. The producer is at fault when its "
+        "`__dlpack__` raises anything but BufferError (the standard fixed that in 2024.12); the "
+        "consumer when its `from_dlpack` raises anything but BufferError, or turns the producer's "
+        "BufferError into ValueError (its standard text names ValueError as well, for a consumer "
+        "that refuses before it asks the producer).",
+        (_i("ml-explore/mlx", 3680),),
+        "dlbridge raises BufferError naming the copy, in `from_dlpack` and in `Tensor.__dlpack__`. "
+        "The way out for a caller is to pass `copy=None` (or `copy=True`) and let the producer "
+        "copy. The checker's producer audit `producer/copy_false_elsewhere` asks every producer, "
+        "and `copy/false_device_memory` feeds every consumer memory on an Ascend NPU with "
+        "`device=\"cpu\", copy=False`.",
+        (
+            "tests/test_check_consumers.py::test_copy_false_elsewhere_finds_the_wrong_exception",
+            "tests/test_check_consumers.py::test_impossible_copy_false_into_consumers",
+        ),
+    ),
+    Entry(
+        "C67",
+        "A NumPy scalar (`np.float64(1.0)`) handed to `from_dlpack`",
+        "NumPy 2.6 scalars export their own read-only data through versioned capsules only: a "
+        "request without `max_version` (or with `copy=True`) is a BufferError. A consumer that "
+        "asks only for legacy capsules must pass that BufferError on, never crash or return a "
+        "writable array; one that asks for versioned capsules must keep the data read-only or copy"
+        " it. Older NumPy scalars have no `__dlpack__` at all, and torch then raises RuntimeError "
+        "(it takes the scalar for a capsule). torch imports the read-only scalar as a writable "
+        "alias, and MLX narrows it to float32. At fault: the consumer.",
+        (_p(NUMPY, 32029), _i(NUMPY, 27137)),
+        "dlbridge imports a scalar as a read-only 0-d Tensor. The way out for a consumer that "
+        "refuses is `np.asarray(scalar)` first, a 0-d array. The checker's case "
+        "`input/numpy_scalar` hands every consumer a NumPy scalar, and `input/scalar_readonly` "
+        "the reference producer's stand-in for a NumPy 2.6 scalar.",
+        (
+            "tests/test_check_consumers.py::test_numpy_scalar_judge",
+            "tests/test_check_consumers.py::test_versioned_only_scalar_into_consumers",
+        ),
+    ),
+    Entry(
+        "C68",
+        "A consumer that asks for a legacy capsule first, `x.__dlpack__()`, and retries with "
+        "`max_version` on BufferError",
+        "A consumer that asks for a legacy capsule on purpose (nanobind does) only works with a "
+        "producer that answers with a legacy capsule or a BufferError: another exception stops it "
+        "(a read-only pyarrow tensor raises ArrowNotImplementedError), a versioned capsule is "
+        "misread, and a legacy capsule of read-only memory hands it a writable alias (JAX's and "
+        "TensorFlow's immutable arrays). At fault: the producer.",
+        (_i(NUMPY, 31689), _i("wjakob/nanobind", 1122)),
+        "dlbridge's `Tensor.__dlpack__()` answers a legacy request with a legacy capsule, and for "
+        "read-only memory with a copy. The way out for a producer is to raise BufferError for "
+        "legacy requests it cannot serve. The producer audits `producer/legacy_then_retry` and "
+        "`producer/legacy_retry_readonly` run the sequence against every producer and dlbridge's "
+        "exports.",
+        ("tests/test_check_consumers.py::test_legacy_then_retry_against_dlbridge_and_faulty_producers",),
+    ),
+    Entry(
+        "C69",
+        "A zero-size array exported with its C strides, all-zero strides, NULL strides (DLPack "
+        "1.1) or strides of 1",
+        "Producers disagree on the strides of an array without elements (NumPy, Paddle before 3.3 "
+        "and Paddle's main branch give three different answers); each is valid, since no element "
+        "is ever addressed, and a consumer that refuses one is at fault (every consumer installed "
+        "here takes each form).",
+        (_i(PADDLE, 79555),),
+        "dlbridge takes every form and exports the C strides. The way out for a consumer is to "
+        "skip the stride check when a dimension is 0. The checker's cases "
+        "`layout/zero_size_*_strides` feed each form to every consumer, and a refusal is a "
+        "finding against it.",
+        ("tests/test_check_consumers.py::test_zero_size_stride_forms",),
+    ),
+    Entry(
+        "C70",
+        "The `stream=` a consumer passes to `__dlpack__` for oneAPI (SYCL) memory",
+        "The standard defines stream integers for CUDA and ROCm only; for oneAPI it leaves the "
+        "stream to an object the libraries agree on (dpctl takes its `SyclQueue`), and a CPU "
+        "target takes `stream=None` only. A consumer that passes a CUDA-style integer, or a queue "
+        "with `dl_device=(kDLCPU, 0)`, gets a TypeError or ValueError from the producer. At fault:"
+        " the consumer. No consumer installed here passes a stream for oneAPI memory.",
+        (_i(TORCH, 195825),),
+        "dlbridge passes no stream (the producer orders its own work). The way out for a "
+        "consumer is `stream=None`, or the producer's queue. The checker's case "
+        "`device/oneapi_stream` records the streams each consumer passes for dpnp's memory; "
+        "where none passes one it says so (unsupported).",
+        (
+            "tests/test_check_consumers.py::test_stream_findings",
+            "tests/test_check_consumers.py::test_oneapi_stream_stand_in",
+        ),
+    ),
+    Entry(
         "C71",
         "An array whose `__dlpack_device__` and capsule name a device its memory is not on",
         "The producer is at fault, and its consumers believe it: array-api-strict 2.6.0 "
@@ -1032,6 +1126,7 @@ def markdown() -> str:
         "with the public reports it comes from, what dlbridge does about it, the tests that cover "
         "it and the cases of the checker (`python -m dlbridge check`) that exercise it. The "
         "checker's reports link to these entries by their ids (C1 to C72); its own cases are "
+        "checker's reports link to these entries by their ids (C1 to C70); its own cases are "
         "listed "
         "[by feature](#checker-cases) at the end.",
         "",

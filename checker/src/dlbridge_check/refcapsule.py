@@ -91,10 +91,17 @@ CODES_SINCE_1_3 = {18}
 #: device types the header added after DLPack 1.3 (a TPU's memory, a TPU's pinned host memory,
 #: an Ascend NPU's memory).
 DEVICE_MODES = {"tpu": 19, "tpu_host": 20, "ascend": 21}
+#: The modes of :class:`RefArray` that export a zero-size array with each form of strides
+#: producers use for it (an array without elements has no layout, so every form is right and a
+#: consumer must take each): the C strides, all zeros, NULL in a versioned 1.1 capsule (allowed
+#: before 1.2), all ones.
+ZERO_SIZE_STRIDES = ("zero_size_c_strides", "zero_size_zero_strides", "zero_size_null_strides",
+                     "zero_size_unit_strides")
 #: The modes of :class:`RefArray` that break a rule on purpose, or stretch one: the consumer is
 #: judged on what it makes of them.
 HOSTILE_MODES = ("legacy_null_strides", "v12_null_strides", "major2", "null_data",
-                 "unknown_dtype", "unknown_flags", "byte_offset")
+                 "unknown_dtype", "unknown_flags", "byte_offset", "scalar_readonly",
+                 *ZERO_SIZE_STRIDES)
 #: Flag bits DLPack 1.3 does not define, set by the ``"unknown_flags"`` mode (a later header
 #: may define them: alignment bits are proposed): a consumer must ignore them.
 UNDEFINED_FLAGS = 1 << 5 | 1 << 63
@@ -460,7 +467,9 @@ class RefArray:
     ``"major2"`` (C17), ``"null_data"`` (C9, zero-size with data == NULL), ``"unknown_dtype"``
     (C63, a dtype code DLPack does not define), ``"unknown_flags"`` (C64, flag bits DLPack 1.3
     does not define), ``"byte_offset"`` (C65, a view exported as its base's data pointer plus
-    ``byte_offset``), and the modes of
+    ``byte_offset``), ``"scalar_readonly"`` (C67, read-only data exported through versioned
+    capsules only, as NumPy 2.6's scalars), the :data:`ZERO_SIZE_STRIDES` modes (C69), and the
+    modes of
     :data:`DEVICE_MODES` (host memory exported under a device type added after DLPack 1.3;
     ``dl_device=(1, 0)`` gets it as CPU memory, copied for the :data:`DEVICE_MEMORY_MODES`,
     whose memory the host is not meant to read).
@@ -468,7 +477,9 @@ class RefArray:
 
     def __init__(self, arr: np.ndarray, *, readonly: bool = False, mode: str = "normal") -> None:
         self.arr = arr
-        self.readonly = readonly or not arr.flags.writeable
+        # "scalar_readonly" stands for a NumPy >= 2.6 scalar: read-only data exported through
+        # versioned capsules only, never copied
+        self.readonly = readonly or not arr.flags.writeable or mode == "scalar_readonly"
         self.mode = mode
         self.deleter_calls = 0
         self.capsule_destructor_deletes = 0
@@ -508,6 +519,8 @@ class RefArray:
         ):
             raise TypeError(f"max_version must be a (major, minor) tuple, got {max_version!r}")
         versioned = max_version is not None and max_version[0] >= 1
+        if copy and self.mode == "scalar_readonly":
+            raise BufferError("a scalar exports its own read-only data only: copy=True refused")
         arr = self.arr
         flags = 0
         if copy:
@@ -530,16 +543,16 @@ class RefArray:
         if code in CODES_SINCE_1_3 and asked < (1, 3):
             raise BufferError(f"dtype {dtype_name(arr.dtype)} needs DLPack >= 1.3")
         ndim = arr.ndim
-        itemsize = arr.itemsize
         shape = (c_int64 * max(ndim, 1))(*arr.shape)
-        strides = (c_int64 * max(ndim, 1))(*(s // itemsize for s in arr.strides))
+        strides = (c_int64 * max(ndim, 1))(*_element_strides(mode, arr))
         mt: DLManagedTensorVersioned | DLManagedTensor
         if versioned:
             mt = DLManagedTensorVersioned()
             version = (
                 (2, 0)
                 if mode == "major2"
-                else ((1, 2) if mode == "v12_null_strides" else REF_VERSION)
+                else ((1, 2) if mode == "v12_null_strides"
+                      else ((1, 1) if mode == "zero_size_null_strides" else REF_VERSION))
             )
             mt.version.major, mt.version.minor = version
             mt.flags = flags | (UNDEFINED_FLAGS if mode == "unknown_flags" else 0)
@@ -556,7 +569,8 @@ class RefArray:
         t.ndim = ndim
         t.dtype.code, t.dtype.bits, t.dtype.lanes = code, bits, 1
         t.shape = ctypes.cast(shape, ctypes.POINTER(c_int64)) if ndim else None
-        null_strides = mode in ("legacy_null_strides", "v12_null_strides")
+        null_strides = mode in ("legacy_null_strides", "v12_null_strides",
+                                "zero_size_null_strides")
         t.strides = (
             None if (null_strides or not ndim) else ctypes.cast(strides, ctypes.POINTER(c_int64))
         )
@@ -583,6 +597,18 @@ class RefArray:
                         cap, NAME_USED_VERSIONED if name == NAME_VERSIONED else NAME_USED_LEGACY
                     )
                     break
+
+
+def _element_strides(mode: str, arr: np.ndarray) -> tuple[int, ...]:
+    """The strides exported, in elements: the array's own, or for a zero-size array the form
+    its :data:`ZERO_SIZE_STRIDES` mode names."""
+    if arr.size == 0 and mode == "zero_size_c_strides":
+        return c_strides(arr.shape)
+    if arr.size == 0 and mode == "zero_size_zero_strides":
+        return (0,) * arr.ndim
+    if arr.size == 0 and mode == "zero_size_unit_strides":
+        return (1,) * arr.ndim
+    return tuple(s // arr.itemsize for s in arr.strides)
 
 
 def _offset_in_base(arr: np.ndarray) -> int:

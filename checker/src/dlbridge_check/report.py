@@ -104,6 +104,14 @@ WORKAROUNDS = {
     "import": "the two libraries cannot be imported into one process here",
     "peers_can": "register the dtype with numpy.dtypes.register_dlpack_dtype yourself (what "
                  "the package defining it could do at import)",
+    "copy_false": "pass copy=None (or True) so that the producer may copy, or catch the "
+                  "exception it really raises (not only BufferError)",
+    "must_accept": "the input is valid: for an array without elements, make an empty one with "
+                   "the consumer itself instead of importing it",
+    "scalar": "convert the scalar with np.asarray first (a 0-d array)",
+    "retry": "ask with max_version first; a producer that drops legacy capsules must refuse "
+             "them with BufferError",
+    "stream": "let the consumer pass stream=None (the producer then orders its own work)",
 }
 
 

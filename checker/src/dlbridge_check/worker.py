@@ -329,11 +329,15 @@ def judge(
     expect_device: tuple[int, int] | None,
     copy: bool | None,
     export_ptr: int | None = -1,
+    dlbridge_export: bool = False,
 ) -> list[tuple[str, str]]:
     """Findings (check, plain-words text) for a result compared with its source.
 
     ``export_ptr``: address of the object the result was exported from, for the IS_COPIED
     checks (default: the source's; differs when a dlbridge.Tensor stands in between).
+    ``dlbridge_export``: the result is a capsule dlbridge exported, held to dlbridge's promise of
+    C strides for zero-size arrays (C10); a peer's zero-size strides are never judged, since
+    an array without elements has no layout.
     """
     out: list[tuple[str, str]] = []
     for p in obs.problems:
@@ -411,7 +415,8 @@ def judge(
         out.append(("spec", "a copy was made but IS_COPIED / is_copied is not set"))
     if (
         case.strict_strides
-        and obs.kind in ("capsule", "dlbridge.Tensor")
+        and dlbridge_export
+        and obs.kind == "capsule"
         and obs.strides is not None
         and obs.shape is not None
     ):
@@ -741,6 +746,9 @@ def run_direct(ctx: Ctx, pname: str, cname: str, case: Case) -> dict:
             check = "right_refusal"  # the dlbridge route may refuse here too
         if st == UNSUPPORTED and case.peers_can and isinstance(e, BufferError):
             return _peers_could(detail, case)
+        if st == UNSUPPORTED and case.must_accept and isinstance(e, BufferError):
+            return result(FAIL, f"{detail}; it must take it: {case.must_accept}", fault=fault,
+                          check="must_accept")
         return result(st, detail, fault=fault if st in (FAIL, ERROR) else None, check=check)
     stage("inspect")
     try:
@@ -840,7 +848,8 @@ def _verify_tensor_export(t: Any, src: Source, case: Case) -> set[str]:
         return set()
     except Exception:  # noqa: BLE001
         return {"error"}
-    return {c for c, _ in judge(obs, src, case, expect_device=None, copy=None)}
+    return {c for c, _ in judge(obs, src, case, expect_device=None, copy=None,
+                                dlbridge_export=True)}
 
 
 def _bad_device_answer(obj: Any) -> BaseException | None:
@@ -1027,7 +1036,7 @@ def _consumer_of_tensor(u: _DlbridgeUnit, t: Any, obs_t: Observed, notes: list[s
     stage("inspect")
     obs = observe(y)
     f2 = judge(obs, src, case, expect_device=_expect_device(case, src, "dlbridge"),
-               copy=case.copy, export_ptr=obs_t.ptr)
+               copy=case.copy, export_ptr=obs_t.ptr, dlbridge_export=True)
     f2 += _warn_findings(case, warns)
     if case.reduce and not f2:
         f2 += _reduce_findings(clib, y, src)
@@ -1144,7 +1153,7 @@ def run_audit(src: Source, case: Case, route: str) -> dict:
     stage("inspect dlbridge.Tensor" if route == "dlbridge" else "consumer")
     try:
         given = src.device if route == "dlbridge" else None
-        findings = audit.run(kind, audit.Audited(obj, ptr, device, values, given))
+        findings = audit.run(kind, audit.Audited(obj, ptr, device, values, src.readonly, given))
     except audit.Refused as e:
         return result(PASS, f"refused as the spec allows: {e}")
     except BufferError as e:
@@ -1175,6 +1184,10 @@ def run_unit(ctx: Ctx, pname: str, cname: str, case: Case, route: str) -> dict:
     try:
         if case.mode.startswith("audit:"):
             r = run_audit(src, case, route)
+        elif case.judge is not None:
+            from . import consumers
+
+            r = consumers.run(ctx, pname, cname, case, route)
         elif route == "direct":
             r = run_direct(ctx, pname, cname, case)
         else:
