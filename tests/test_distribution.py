@@ -134,7 +134,8 @@ def test_checker_wheel_is_pure_python_and_pinned_to_dlbridge(dist):
         )
     assert not [n for n in names if n.endswith((".so", ".pyd", ".dylib"))]
     for module in ("__init__.py", "__main__.py", "worker.py", "pytest_plugin.py", "catalog.py",
-                   "report.schema.json", "py.typed", "adapters/base.py", "adapters/torch.py"):
+                   "catalog.json", "report.schema.json", "py.typed", "adapters/base.py",
+                   "adapters/torch.py"):
         assert f"dlbridge_check/{module}" in names, module
     assert "_dlbridge_pytest/__init__.py" in names
     assert not [n for n in names if n.startswith("dlbridge/")]  # nothing of the runtime
