@@ -139,4 +139,10 @@ else
     say "$(grep -m1 '^pgo: plain' "$LOG_DIR/maturin.log" || echo 'pgo: built with the training profile')"
     printf '%s\n' "$stamp" >"$STAMP_FILE"
 fi
+
+# 4. the conformance checker, the distribution dlbridge-check (checker/): pure Python, installed
+# editable from these sources each time (a few seconds; nothing is downloaded: its build backend,
+# setuptools, is in the venv, and its dependencies, dlbridge and NumPy, are installed above).
+say "pip install --editable checker (dlbridge-check)"
+run_logged checker "$PY" -m pip install --no-deps --no-build-isolation --editable ./checker
 say "ok: $("$PY" -c 'import dlbridge, sys; print("dlbridge", getattr(dlbridge, "__version__", "?"), "from", dlbridge.__file__, "on Python", sys.version.split()[0])' 2>&1 | tail -n 1)"

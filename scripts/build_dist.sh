@@ -32,7 +32,8 @@
 #                   (gcc-mingw-w64-x86-64, installed here when missing and we may); it links
 #                   only python3.dll and Windows' own DLLs
 # The source distribution (`maturin sdist`) is always built; `pip install dlbridge-*.tar.gz`
-# builds it with maturin from PyPI and a Rust toolchain.
+# builds it with maturin from PyPI and a Rust toolchain. So is the conformance checker's wheel,
+# dlbridge_check-*-py3-none-any.whl (pure Python, the same version as dlbridge).
 #
 # Only the linux-x86_64 wheel is profile-guided: the training run must execute the build.
 # Missing rustup targets are added (a download the first time). Uses the project's venv
@@ -170,4 +171,7 @@ for platform in "${platforms[@]}"; do
     esac
 done
 "$MATURIN" sdist --out "$OUT"
+# The conformance checker, dlbridge-check: one pure-Python wheel for every platform, built by
+# setuptools from the same venv, without build isolation (nothing is downloaded)
+"$PY" -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir "$OUT" ./checker
 ls -1 "$OUT"/*

@@ -89,7 +89,8 @@ print(f"freethreaded: the cp314t wheel works in a fresh venv ({dlbridge.__file__
 EOF
 )
 rm -rf "$fresh"
-"$VPY" -m pip install -q --force-reinstall --no-deps "$wheel"
+# with the conformance checker's wheel (pure Python, built beside it), which the main job runs
+"$VPY" -m pip install -q --force-reinstall --no-deps "$wheel" "$wheel_dir"/dlbridge_check-*.whl
 
 # 4. The GIL stays off with dlbridge and the peers imported; then the suite, GIL off.
 "$VPY" -W error::RuntimeWarning - <<'EOF'

@@ -27,7 +27,7 @@ prepare() {
     mkdir -p "$GPU_DIR"
     rm -f "$GPU_DIR"/*.whl "$GPU_DIR"/dlbridge-unit
     bash scripts/build_dist.sh linux-x86_64
-    cp dist/dlbridge-*-manylinux*_x86_64.whl "$GPU_DIR"/
+    cp dist/dlbridge-*-manylinux*_x86_64.whl dist/dlbridge_check-*.whl "$GPU_DIR"/
     # The core crate's unit tests with its default features (the CUDA loader, no Python): a
     # binary that needs only the C library, run there with the GPU tests included.
     local exe
@@ -89,7 +89,9 @@ install() {
         exit 2
     fi
     rm -rf "$site"
-    if ! "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$wheel" >>"$OUT/summary.txt" 2>&1; then
+    # with the conformance checker's wheel, which the check step runs
+    if ! "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$wheel" \
+        "$GPU_DIR"/dlbridge_check-*.whl >>"$OUT/summary.txt" 2>&1; then
         say "installing $wheel failed"
         exit 2
     fi

@@ -7,7 +7,7 @@ docs/support-matrix.json is the part of the report the page needs (the run, the 
 their versions, and per producer x consumer the status counts and bad cases of both routes); the
 page is made from it alone, so tests/test_support_matrix.py can check that the committed page is
 what the snapshot gives, and that the snapshot names the checker's libraries and cases of today.
-Runs without dlbridge: the case links follow dlbridge.check.catalog.case_anchor's rule."""
+Runs without dlbridge: the case links follow dlbridge_check.catalog.case_anchor's rule."""
 
 from __future__ import annotations
 

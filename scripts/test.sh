@@ -99,9 +99,9 @@ export PYO3_ENVIRONMENT_SIGNATURE
 # twice: with the peers installed (their types are read) and with no installed package at all
 # (--no-site-packages: every peer, NumPy too, unknown to mypy), as dlbridge needs none of them;
 # the second run keeps its own cache (about 3 s of CPU cold, under 1 s warm).
-step "$PY" -m ruff check python tests benches scripts
-step "$PY" -m mypy -p dlbridge -p _dlbridge_pytest
-step "$PY" -m mypy --no-site-packages --cache-dir .mypy_cache/no-site-packages -p dlbridge -p _dlbridge_pytest
+step "$PY" -m ruff check python checker tests benches scripts
+step "$PY" -m mypy -p dlbridge -p dlbridge_check -p _dlbridge_pytest
+step "$PY" -m mypy --no-site-packages --cache-dir .mypy_cache/no-site-packages -p dlbridge -p dlbridge_check -p _dlbridge_pytest
 # The extension's type stub (_native.pyi) against the built module, and every other module
 # against itself at run time: names, signatures, positional-only arguments, @final classes.
 # The allowlist holds only what stubtest cannot express (each entry says why). About a minute
@@ -226,13 +226,13 @@ export DLBRIDGE_FT_SOURCE
 import re
 from importlib import metadata
 
-from dlbridge import namespaces
+from dlbridge.libraries import known_libraries
 
-# the libraries dlbridge knows, by the distributions their pip specs name (the registry is
-# their one list), then the peers that are not targets of their own
-names = ["dlbridge"]
-for name in namespaces.NAMES:
-    for spec in namespaces.get(name).pip.split():
+# the libraries dlbridge knows, by the distributions their pip specs name (dlbridge's published
+# list), then the peers that are not targets of their own
+names = ["dlbridge", "dlbridge-check"]
+for lib in known_libraries():
+    for spec in lib.pip.split():
         dist = re.split(r"[\[<>=!~; ]", spec, maxsplit=1)[0]
         if dist not in names:
             names.append(dist)

@@ -272,7 +272,7 @@ def cuda_gpu_present() -> bool:
 def cupy_usable() -> tuple[bool, str]:
     """(whether CuPy can use a CUDA device here, why not), by the checker's probe: ``import
     cupy`` works without a GPU, its first use does not."""
-    from dlbridge.check.adapters.cuda import CupyLib
+    from dlbridge_check.adapters.cuda import CupyLib
 
     lib = CupyLib()
     if not super(CupyLib, lib).installed():

@@ -1,4 +1,4 @@
-"""dlbridge's catalog of real-world cases (``dlbridge.check.catalog``): complete, pointing at tests
+"""dlbridge's catalog of real-world cases (``dlbridge_check.catalog``): complete, pointing at tests
 that exist, and the committed ``docs/cases.md`` is exactly what the renderer writes."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from dlb_testing import run_checker
-from dlbridge.check import catalog
-from dlbridge.check.cases import CASES, NOT_COVERED
+from dlbridge_check import catalog
+from dlbridge_check.cases import CASES, NOT_COVERED
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -111,3 +111,21 @@ def test_json_entries():
     assert list(got) == ["C2", "C31"]
     assert got["C31"]["reports"] == list(catalog.BY_C["C31"].reports)
     assert got["C31"]["needs"] and got["C2"]["dlbridge"] and "tests" not in got["C2"]
+
+
+def test_the_entries_are_data():
+    """The entries live in catalog.json (one object each, Entry's fields), not in code."""
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    here = Path(catalog.__file__).parent
+    entries = json.loads((here / "catalog.json").read_text(encoding="utf-8"))
+    fields = {f.name for f in dataclasses.fields(catalog.Entry)}
+    required = {"id", "input", "problem", "reports", "dlbridge"}
+    for e in entries:
+        assert required <= set(e) <= fields, e.get("id")
+        assert all(isinstance(v, str) for v in (e["input"], e["problem"], e["dlbridge"]))
+        assert all(isinstance(u, str) for u in (*e["reports"], *e.get("tests", ())))
+    assert [e["id"] for e in entries] == [e.id for e in catalog.ENTRIES]
+    assert '"C1"' not in (here / "catalog.py").read_text()

@@ -1,4 +1,4 @@
-"""The checker's producer audit (``dlbridge.check.audit``, cases ``producer/*``): correct producers
+"""The checker's producer audit (``dlbridge_check.audit``, cases ``producer/*``): correct producers
 pass, and each way a producer gets ``__dlpack__`` wrong is a finding against it.
 
 The faulty producers here are small wrappers over NumPy arrays, each wrong in one way a real
@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 import dlbridge
-from dlbridge.check import audit
-from dlbridge.check.refcapsule import RefArray
+from dlbridge_check import audit
+from dlbridge_check.refcapsule import RefArray
 from dlpack_ctypes import FakeManagedTensor, FakeProducer
 
-KINDS = sorted(audit.AUDITS)
+#: the audits that need no CUDA driver (device_claim does: test_check_device_claim.py)
+KINDS = sorted(k for k in audit.AUDITS if k != "device_claim")
 
 
 def _source() -> np.ndarray:
@@ -83,13 +84,22 @@ class ValueErrorForDevices(Wrapper):
         return self.arr.__dlpack__(**kw)
 
 
+def _clean(kind: str, obj, arr: np.ndarray) -> bool:
+    """No finding: the request met, or refused with BufferError where the spec allows it (the
+    only right answer to ``copy_false_elsewhere``)."""
+    try:
+        return _audit(kind, obj, arr) == []
+    except audit.Refused:
+        return True
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_audits_pass_for_correct_producers(kind):
     a = _source()
-    assert _audit(kind, a, a) == []  # NumPy
-    assert _audit(kind, RefArray(a), a) == []  # the reference producer
+    assert _clean(kind, a, a)  # NumPy
+    assert _clean(kind, RefArray(a), a)  # the reference producer
     t = dlbridge.from_dlpack(a)  # dlbridge's Tensor as a producer
-    assert _audit(kind, t, a) == []
+    assert _clean(kind, t, a)
 
 
 def test_two_capsules_finds_a_cached_capsule():
@@ -181,20 +191,22 @@ def test_every_capsule_the_audit_takes_is_released():
     a = _source()
     ref = RefArray(a)
     for kind in KINDS:
-        _audit(kind, ref, a)
+        _clean(kind, ref, a)
     ref.finish()
     assert ref.exports > 0 and ref.deleter_calls == ref.exports
 
 
 @pytest.mark.slow
 def test_the_checker_runs_the_audit_for_every_producer():
-    from dlbridge.check import run_check
+    from dlbridge_check import run_check
 
-    doc, producers, _ = run_check(["numpy"], ["producer/*"], jobs=1)
+    doc, producers, _ = run_check(["numpy"], [f"producer/{k}" for k in KINDS], jobs=1)
     results = doc["results"]
     assert {r["consumer"] for r in results} == {"dlpack-ref"}  # the reference consumer only
     assert {r["producer"] for r in results} >= {"numpy", "dlpack-ref"}
-    assert {r["case"] for r in results} == {f"producer/{k}" for k in KINDS}
+    # every audit, and the legacy consumer's sequence on a read-only array too
+    assert {r["case"] for r in results} == {f"producer/{k}" for k in KINDS} | {
+        "producer/legacy_retry_readonly"}
     judged = [r for r in results if r["producer"] != "python"]  # lists have no __dlpack__
     assert judged and all(r["status"] == "pass" for r in judged), judged
     assert {r["route"] for r in judged} == {"direct", "dlbridge"}
@@ -230,7 +242,7 @@ def test_consumer_audits_of_dlbridge(collect):
 
 @pytest.mark.slow
 def test_the_checker_feeds_every_consumer_the_hostile_capsules():
-    from dlbridge.check import run_check
+    from dlbridge_check import run_check
 
     cases = ["hostile/unknown_dtype", "hostile/unknown_flags", "hostile/byte_offset"]
     doc, _, consumers = run_check(["numpy"], cases, jobs=1)

@@ -17,7 +17,7 @@ from dlb_testing import run_checker
 # An adapter of a library that holds only C-contiguous arrays: NumPy's, copied.
 FLAT_CHECK = '''
 import numpy as np
-from dlbridge.check import Adapter, Unsupported
+from dlbridge_check import Adapter, Unsupported
 
 class FlatAdapter(Adapter):
     name = "flatlib"
@@ -87,7 +87,7 @@ def test_entry_point_registers_an_adapter(tmp_path):
     # a run of every library includes what installed distributions register (no run needed:
     # the discovery of libraries is what a run starts from)
     listed = subprocess.run(
-        [sys.executable, "-c", "from dlbridge.check.libraries import use_names, discover; "
+        [sys.executable, "-c", "from dlbridge_check.libraries import use_names, discover; "
          "use_names(None); print({d.name: d.installed for d in discover()})"],
         env=env, capture_output=True, text=True, check=True,
     ).stdout
@@ -98,7 +98,7 @@ def test_broken_entry_point_is_reported_not_fatal(tmp_path):
     env = _site(tmp_path, "[dlbridge.check]\nbroken = no_such_module_here:Adapter\n"
                 "notone = flatlib_check:NotAnAdapter\n")
     listed = ast.literal_eval(subprocess.run(
-        [sys.executable, "-c", "from dlbridge.check.libraries import use_names, discover; "
+        [sys.executable, "-c", "from dlbridge_check.libraries import use_names, discover; "
          "use_names(None); print({d.name: (d.installed, d.reason) for d in discover()})"],
         env=env, capture_output=True, text=True, check=True,
     ).stdout)
@@ -107,7 +107,7 @@ def test_broken_entry_point_is_reported_not_fatal(tmp_path):
         False, "its adapter does not load: ModuleNotFoundError: No module named "
         "'no_such_module_here'")
     assert listed["notone"][0] is False
-    assert "not a subclass of dlbridge.check.Adapter" in listed["notone"][1]
+    assert "not a subclass of dlbridge_check.Adapter" in listed["notone"][1]
     run = run_checker(tmp_path, "--libraries", "numpy,broken", env=env, expect=2)
     assert "No module named 'no_such_module_here'" in run.output
 
@@ -117,7 +117,7 @@ def test_broken_entry_point_is_reported_not_fatal(tmp_path):
     [
         ("no_such_library_here", "unknown library no_such_library_here: neither one of"),
         ("json", "json has no asarray"),
-        ("flatlib_check:NotAnAdapter", "not a subclass of dlbridge.check.Adapter"),
+        ("flatlib_check:NotAnAdapter", "not a subclass of dlbridge_check.Adapter"),
         ("flatlib_check:Missing", "has no attribute 'Missing'"),
         ("flatlib_check:Nameless", "has no name: set the class attribute name"),
     ],

@@ -9,6 +9,9 @@ environment that has nothing else (no NumPy) and uses it there: the buffer-proto
 trip, then, with NumPy alone added, ``python -m dlbridge check`` on what is installed. The
 same wheel goes into a venv of the oldest CPython dlbridge supports (3.11, the floor), with
 the newest NumPy, torch and PyArrow that serve it, where a smoke subset of the suite runs.
+The conformance checker is a distribution of its own, dlbridge-check: a pure-Python wheel of
+the same version, built beside dlbridge's and installed after it, which the runtime wheel does
+not contain.
 The wheel for CPython 3.15 and newer (``build_dist.sh linux-x86_64-abi3t``) has its tags, its
 extension's file name and the C API it calls checked here; ``scripts/py315_smoke.sh`` runs it.
 
@@ -66,8 +69,11 @@ def dist() -> dict[str, Path]:
     assert built.returncode == 0, built.stdout + built.stderr
     wheels = sorted((REPO / "dist").glob("dlbridge-*.whl"))
     sdists = sorted((REPO / "dist").glob("dlbridge-*.tar.gz"))
-    assert len(wheels) == 1 and len(sdists) == 1, sorted((REPO / "dist").iterdir())
-    return {"wheel": wheels[0], "sdist": sdists[0]}
+    checkers = sorted((REPO / "dist").glob("dlbridge_check-*.whl"))
+    assert len(wheels) == len(sdists) == len(checkers) == 1, sorted((REPO / "dist").iterdir())
+    for path in (*wheels, *checkers):
+        print(f"{path.name}: {path.stat().st_size / 1e6:.2f} MB")
+    return {"wheel": wheels[0], "sdist": sdists[0], "checker": checkers[0]}
 
 
 @pytest.fixture(scope="module")
@@ -99,18 +105,47 @@ def test_wheel_is_one_abi3_manylinux2014_wheel(dist):
     assert "dlbridge/_native.abi3.so" in names
     assert "dlbridge/py.typed" in names and "dlbridge/_native.pyi" in names
     # the pure-Python modules and subpackages (python-source = "python" takes the whole tree)
-    for module in ("_layout.py", "plan.py", "namespaces/__init__.py", "namespaces/torch.py",
-                   "check/worker.py", "check/report.schema.json", "doctor/__init__.py",
-                   "doctor/known_problems.json", "doctor/report.schema.json"):
+    for module in ("_layout.py", "plan.py", "libraries.py", "namespaces/__init__.py",
+                   "namespaces/torch.py", "doctor/__init__.py", "doctor/known_problems.json",
+                   "doctor/report.schema.json"):
         assert f"dlbridge/{module}" in names, module
+    # and no checker: it is the distribution dlbridge-check
+    checker = [n for n in names if n.startswith(("dlbridge/check/", "_dlbridge_pytest/"))
+               or "pytest_plugin" in n or "dlbridge_check" in n]
+    assert checker == []
     assert any(n.endswith("licenses/LICENSE-MIT") for n in names)
     assert any(n.endswith("licenses/LICENSE-APACHE") for n in names)
     assert "Requires-Python: >=3.11" in meta
     assert "License-Expression: MIT OR Apache-2.0" in meta
     assert "Requires-Dist" not in meta  # no required Python dependencies
-    # pytest --dlbridge-check: pytest finds the plugin by its entry point
-    assert plugins["pytest11"]["dlbridge"] == "_dlbridge_pytest"
-    assert "_dlbridge_pytest/__init__.py" in names and "dlbridge/pytest_plugin.py" in names
+    assert "pytest11" not in plugins  # the checker's pytest plugin ships with the checker
+
+
+def test_checker_wheel_is_pure_python_and_pinned_to_dlbridge(dist):
+    name = dist["checker"].name
+    version = dist["wheel"].name.split("-")[1]
+    assert name == f"dlbridge_check-{version}-py3-none-any.whl", name
+    with zipfile.ZipFile(dist["checker"]) as whl:
+        names = whl.namelist()
+        meta = whl.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+        points = configparser.ConfigParser()
+        points.read_string(
+            whl.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
+        )
+    assert not [n for n in names if n.endswith((".so", ".pyd", ".dylib"))]
+    for module in ("__init__.py", "__main__.py", "worker.py", "pytest_plugin.py", "catalog.py",
+                   "catalog.json", "report.schema.json", "py.typed", "adapters/base.py",
+                   "adapters/torch.py"):
+        assert f"dlbridge_check/{module}" in names, module
+    assert "_dlbridge_pytest/__init__.py" in names
+    assert not [n for n in names if n.startswith("dlbridge/")]  # nothing of the runtime
+    assert f"Requires-Dist: dlbridge=={version}" in meta
+    assert "Requires-Dist: numpy" in meta
+    assert "License-Expression: MIT OR Apache-2.0" in meta
+    assert any(n.endswith("licenses/LICENSE-MIT") for n in names)
+    # pytest --dlbridge-check: pytest finds the plugin by its entry point; and a command
+    assert points["pytest11"]["dlbridge"] == "_dlbridge_pytest"
+    assert points["console_scripts"]["dlbridge-check"] == "dlbridge_check:main"
 
 
 @pytest.fixture(scope="module")
@@ -244,10 +279,18 @@ def test_floor_python_runs_the_smoke_subset(floor_venv, dist):
         assert f"could not import '{peer}'" not in smoke.stdout, tail
 
 
-def test_checker_with_numpy_alone(fresh_venv, tmp_path):
+def test_checker_with_numpy_alone(fresh_venv, dist, tmp_path):
+    """Without the checker, ``python -m dlbridge check`` names the command that installs it;
+    after that command (the checker's wheel here, and NumPy, its one other dependency, from
+    the package index), the main job runs."""
+    missing = run(fresh_venv, "-m", "dlbridge", "check", cwd=tmp_path)
+    version = dist["wheel"].name.split("-")[1]
+    assert missing.returncode == 2, missing.stdout + missing.stderr
+    assert missing.stderr.strip().endswith(f"pip install dlbridge-check=={version}")
     numpy_version = metadata.version("numpy")
     added = run(
-        fresh_venv, "-m", "pip", "install", "--disable-pip-version-check", f"numpy=={numpy_version}"
+        fresh_venv, "-m", "pip", "install", "--disable-pip-version-check", dist["checker"],
+        f"numpy=={numpy_version}",
     )
     assert added.returncode == 0, added.stdout + added.stderr
     checked = run_checker(tmp_path, python=fresh_venv, env=CLEAN_ENV, cwd=tmp_path)

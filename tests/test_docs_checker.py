@@ -12,15 +12,17 @@ from pathlib import Path
 
 import pytest
 
+import dlbridge
+
 pytest.importorskip("numpy")
 
-from dlbridge.check import (
+from dlbridge_check import (
     _parser,
     main,
     report,
     run_check,
 )
-from dlbridge.check.libraries import ALL_LIBRARIES, use_names
+from dlbridge_check.libraries import ALL_LIBRARIES, use_names
 
 REPO = Path(__file__).resolve().parent.parent
 CHECKER = (REPO / "docs" / "checker.md").read_text(encoding="utf-8")
@@ -103,6 +105,22 @@ def test_no_numpy_exits_2():
     assert run.returncode == report.EXIT_USAGE, run.stderr
     assert run.stderr.startswith(NO_NUMPY)
     assert "NumPy not installed" in section("Exit status")
+
+
+def test_without_the_checker_the_command_names_its_install():
+    """The runtime ships no checker: without the distribution dlbridge-check, the main job's
+    command says which one to install (tests/test_distribution.py follows that way out)."""
+    code = ("import sys; sys.modules['dlbridge_check'] = None\n"
+            "from dlbridge.__main__ import main; sys.exit(main(['check']))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == report.EXIT_USAGE, run.stderr
+    install = f"pip install dlbridge-check=={dlbridge.__version__}"
+    assert run.stderr == (
+        "python -m dlbridge check runs the conformance checker, which is not installed: "
+        f"{install}\n"
+    )
+    assert "dlbridge-check" in section("Exit status")
 
 
 def test_glossary_statuses_are_the_report_legend():

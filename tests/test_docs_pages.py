@@ -66,3 +66,20 @@ def test_readme_links_to_pages_that_exist():
     links = re.findall(r"\]\((docs/[^)#]+)", readme)
     assert links
     assert [link for link in links if not (REPO / link).is_file()] == []
+
+
+@pytest.mark.parametrize(
+    ("page", "package"),
+    [("warp", "warp"), ("mlx", "mlx"), ("jax", "jax"), ("tensorflow", "tensorflow")],
+)
+def test_library_pages_say_what_dlbridge_does_with_their_legacy_capsules(page, package):
+    """These libraries export legacy capsules, which cannot say read-only: the page's first
+    point (the library into dlbridge) says writable exactly when the package is in dlbridge's
+    published table, as the import does."""
+    from dlbridge.libraries import LEGACY_CAPSULES_WRITABLE
+
+    text = (REPO / "docs" / "libraries" / f"{page}.md").read_text()
+    first = text.split("\n- ", 2)[1]  # the first point of the page's first list
+    assert "legacy" in first
+    writable = package in LEGACY_CAPSULES_WRITABLE
+    assert ("**writable**" in first, "**read-only**" in first) == (writable, not writable), first

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import dlbridge
 from dlbridge.doctor import EXIT_PROBLEM, EXIT_USAGE, diagnose, main, report
 from dlbridge.doctor import environment as env
 from dlbridge.doctor import problems as kb
@@ -333,6 +334,27 @@ def test_the_installed_wheel_fits_this_interpreter():
     assert env.wheel_problem(found.tags, env.interpreter()) is None
 
 
+def test_the_checker_of_another_dlbridge_version_is_named_with_the_install():
+    why = env.checker_problem("0.1.0", "0.2.0")
+    assert why == ("dlbridge-check 0.1.0 is made for dlbridge 0.1.0, not this dlbridge 0.2.0: "
+                   "pip install dlbridge-check==0.2.0")
+    assert env.checker_problem("0.2.0", "0.2.0") is None
+    assert env.checker_problem(None, "0.2.0") is None  # not installed: no problem, a hint
+
+
+def test_the_report_names_the_checker_or_how_to_install_it():
+    doc = diagnose()
+    installed = env.version_of("dlbridge-check")
+    assert doc["checker"] == {"version": installed, "problem": None}
+    line = next(x for x in report.text(doc).splitlines() if x.startswith("  checker"))
+    assert line == f"  checker      dlbridge-check {installed}"
+    doc["checker"] = {"version": None, "problem": None}
+    line = next(x for x in report.text(doc).splitlines() if x.startswith("  checker"))
+    assert line.endswith(f"pip install dlbridge-check=={doc['dlbridge_version']})")
+    doc["checker"] = {"version": "0.0.9", "problem": env.checker_problem("0.0.9", "0.1.0")}
+    assert "pip install dlbridge-check==0.1.0" in " ".join(report.text(doc).split())
+
+
 # ----------------------------------------------------------------------------- devices
 # The kernel's files are laid out in a temporary directory: a test double for a machine with an
 # NVIDIA driver and GPUs, or an Intel GPU, which this machine has not.
@@ -495,13 +517,14 @@ def test_probe_says_when_the_checker_is_not_importable(monkeypatch):
     """As where the checker's distribution (or NumPy, which it needs) is not installed."""
     from dlbridge.doctor.probe import check
 
-    monkeypatch.setitem(sys.modules, "dlbridge.check", None)  # makes its import fail
+    monkeypatch.setitem(sys.modules, "dlbridge_check", None)  # makes its import fail
     result = check(["numpy"])
     assert not result["ran"] and result["results"] == 0
-    assert result["why"].startswith("the conformance checker is not importable here")
+    assert result["why"].startswith("the conformance checker does not import here")
+    assert result["why"].endswith(f"pip install dlbridge-check=={dlbridge.__version__}")
     doc = {"probe": {"free_threaded": False, "imported": {}, "gil_enabled_by": {},
                      "cuda_loaded_by": {}, "check": result, "seconds": 0.1}}
-    assert "  check        not run: the conformance checker is not importable here" in (
+    assert "  check        not run: the conformance checker does not import here" in (
         "\n".join(report.probe_text(doc["probe"]))
     )
 

@@ -240,7 +240,7 @@ def test_device_protocol_round_trips():
 
 def test_tpu_device_types():
     # kDLTPU = 19 and kDLTPUHost = 20, added to the header after DLPack 1.3.
-    from dlbridge.check.refcapsule import RefArray
+    from dlbridge_check.refcapsule import RefArray
 
     assert dlbridge.Device("tpu:1").__dlpack_device__() == (19, 1)
     assert dlbridge.Device((20, 0)).name == "tpu_host"
@@ -265,7 +265,7 @@ def test_tpu_device_types():
 def test_ascend_device_type():
     # kDLAscend = 21, added to the header after DLPack 1.3 without a version bump: named, parsed
     # and round-tripped like the TPU codes; its memory is device memory.
-    from dlbridge.check.refcapsule import RefArray
+    from dlbridge_check.refcapsule import RefArray
 
     assert dlbridge.Device("ascend:1").__dlpack_device__() == (21, 1)
     assert dlbridge.Device((21, 0)).name == "ascend" and str(dlbridge.Device((21, 2))) == "ascend:2"

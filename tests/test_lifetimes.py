@@ -425,7 +425,7 @@ def test_a_consumers_refusal_survives_the_producers_python_deleter():
     producer's is a ctypes callback): the consumer's exception must come out, not a
     SystemError ("error return without exception set")."""
     ml_dtypes = pytest.importorskip("ml_dtypes")
-    from dlbridge.check.refcapsule import RefArray
+    from dlbridge_check.refcapsule import RefArray
 
     for _ in range(3):
         source = RefArray(np.arange(4.0).astype(ml_dtypes.bfloat16))

@@ -1,4 +1,4 @@
-"""The pytest plugin (``pytest --dlbridge-check=LIB``, dlbridge.pytest_plugin): pytest runs in
+"""The pytest plugin (``pytest --dlbridge-check=LIB``, dlbridge_check.pytest_plugin): pytest runs in
 a subprocess, in an empty directory, with the real peers and a few cases. Without the option
 the plugin adds nothing; with it, each direct exchange of LIB's is an item
 ``producer→consumer/case`` that passes, skips, fails (a finding against LIB, with the catalog
@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("numpy")
 
-from dlbridge.check.libraries import discover
+from dlbridge_check.libraries import discover
 
 REPO = Path(__file__).resolve().parent.parent
 PLUGIN = "_dlbridge_pytest"
@@ -32,7 +32,7 @@ ABSENT = next((d.name for d in discover() if not d.installed and not d.builtin),
 #: the adapter of a library that holds C-contiguous arrays only (NumPy's, copied)
 FLAT_ADAPTER = """
 import numpy as np
-from dlbridge.check import Adapter, Unsupported
+from dlbridge_check import Adapter, Unsupported
 
 class FlatAdapter(Adapter):
     name = "flatlib"
@@ -73,8 +73,11 @@ def outcomes(run: subprocess.CompletedProcess[str]) -> dict[str, str]:
 
 
 def test_the_entry_point_registers_the_plugin():
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    assert project["entry-points"]["pytest11"] == {"dlbridge": PLUGIN}
+    # the checker's distribution declares it; dlbridge's own does not (it ships no checker)
+    checker = tomllib.loads((REPO / "checker" / "pyproject.toml").read_text())["project"]
+    assert checker["entry-points"]["pytest11"] == {"dlbridge": PLUGIN}
+    runtime = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert "pytest11" not in runtime.get("entry-points", {})
 
 
 def test_importing_the_plugin_imports_nothing_heavy():
@@ -90,7 +93,7 @@ def test_without_the_option_nothing_is_added(tmp_path):
     (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
     run = pytest_run(tmp_path, "-v")
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "1 passed" in run.stdout and "dlbridge-check" not in run.stdout, run.stdout
+    assert "1 passed" in run.stdout and "dlbridge-check::" not in run.stdout, run.stdout
     # the plugin was loaded: its options are there
     assert "--dlbridge-check=LIB" in pytest_run(tmp_path, "--help").stdout
 

@@ -28,7 +28,7 @@ def test_page_is_what_the_snapshot_gives():
 
 def test_snapshot_has_todays_cases():
     pytest.importorskip("numpy")
-    from dlbridge.check.cases import CASES
+    from dlbridge_check.cases import CASES
 
     # every case ran (a case only some producers make has results only where they are)
     assert SNAP["cases"] == len(CASES), STALE
@@ -37,7 +37,7 @@ def test_snapshot_has_todays_cases():
 
 def test_snapshot_has_todays_libraries():
     pytest.importorskip("numpy")
-    from dlbridge.check.libraries import ALL_LIBRARIES
+    from dlbridge_check.libraries import ALL_LIBRARIES
 
     absent = {entry.split()[0] for entry in SNAP["not_installed"]}
     assert set(SNAP["libraries"]) | absent == {cls.name for cls in ALL_LIBRARIES}, STALE

@@ -1,5 +1,5 @@
-"""``python -m dlbridge <command>``: ``check`` (the conformance checker) and ``doctor`` (what is
-wrong with this environment)."""
+"""``python -m dlbridge <command>``: ``check`` (the conformance checker, which the distribution
+``dlbridge-check`` installs) and ``doctor`` (what is wrong with this environment)."""
 
 from __future__ import annotations
 
@@ -21,23 +21,34 @@ def main(argv: list[str] | None = None) -> int:
         print(usage)
         return 0 if argv else 2
     if argv[0] == "check":
-        try:
-            import numpy  # noqa: F401
-        except ImportError:
-            print(
-                "python -m dlbridge check needs NumPy to compare values: pip install numpy",
-                file=sys.stderr,
-            )
-            return 2
-        from .check import main as check_main
-
-        return check_main(argv[1:])
+        return _check(argv[1:])
     if argv[0] == "doctor":
         from .doctor import main as doctor_main
 
         return doctor_main(argv[1:])
     print(f"unknown command {argv[0]!r}\n{usage}", file=sys.stderr)
     return 2
+
+
+def _check(argv: list[str]) -> int:
+    """Run the conformance checker, a distribution of its own: when it is not installed, say
+    how to install it (the same version as this dlbridge)."""
+    from . import __version__
+
+    install = f"pip install dlbridge-check=={__version__}"
+    try:
+        from dlbridge_check import main as check_main
+    except ImportError as e:
+        if e.name == "dlbridge_check":
+            why = "python -m dlbridge check runs the conformance checker, which is not installed"
+        elif e.name == "numpy":
+            why = "python -m dlbridge check needs NumPy to compare values"
+            install = "pip install numpy"
+        else:  # installed, but something it needs is not: pip installs what is missing
+            why = f"the conformance checker does not import ({e})"
+        print(f"{why}: {install}", file=sys.stderr)
+        return 2
+    return check_main(argv)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import pytest
 
 import dlbridge
 from dlb_testing import cupy_usable
-from dlbridge.check.libraries import discover
+from dlbridge_check.libraries import discover
 
 USABLE, WHY = cupy_usable()
 needs_gpu = pytest.mark.skipif(not USABLE, reason=f"CuPy cannot run here: {WHY}")

@@ -1,7 +1,7 @@
 """``dlbridge.convert`` for every ordered pair of installed libraries (C1 C2 C5 C15 C16 C25 C27
 C36 C37 C38 C39 C40).
 
-Sources are built by the conformance checker's adapters (``dlbridge.check.libraries``: each
+Sources are built by the conformance checker's adapters (``dlbridge_check.libraries``: each
 library's own way of making an array with a given dtype, layout and read-only flag, or
 ``Unsupported`` when it cannot express it). For each source case and each copy mode, the result
 is checked independently of the planner:
@@ -39,7 +39,7 @@ import pytest
 import dlbridge
 from dlb_testing import cupy_usable
 from dlbridge import namespaces as nsmod
-from dlbridge.check import libraries as L
+from dlbridge_check import libraries as L
 
 jax = pytest.importorskip("jax")
 

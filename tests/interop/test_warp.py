@@ -104,7 +104,7 @@ def test_warp_export_clobbers_the_shared_pycapsule_new():
     warp_of(np.arange(3.0)).__dlpack__()
     assert ctypes.pythonapi.PyCapsule_New.argtypes[2] is not ctypes.c_void_p
     # the checker's reference producer uses private prototypes and keeps working
-    from dlbridge.check import refcapsule as rc
+    from dlbridge_check import refcapsule as rc
 
     cap = rc.RefArray(np.arange(3.0)).__dlpack__()
     assert rc.capsule_name(cap) == "dltensor"

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from dlbridge.check import Adapter, Recipe, Unsupported
+from dlbridge_check import Adapter, Recipe, Unsupported
 
 
 class OrtValueAdapter(Adapter):

@@ -95,6 +95,7 @@ def diagnose(probe: bool = False) -> dict:
         interp,
         wheel,
         env.wheel_problem(wheel.tags, interp),
+        env.version_of("dlbridge-check"),
         _native.__file__ or "",
         libs,
         env.cuda(),

@@ -144,6 +144,17 @@ def version_of(dist: str) -> str | None:
         return None
 
 
+def checker_problem(checker: str | None, dlbridge: str | None) -> str | None:
+    """What is wrong with the installed conformance checker (dlbridge-check ``checker``) beside
+    dlbridge ``dlbridge``: it is released with each dlbridge version and judges that one."""
+    if checker is None or dlbridge is None or checker == dlbridge:
+        return None
+    return (
+        f"dlbridge-check {checker} is made for dlbridge {checker}, not this dlbridge {dlbridge}: "
+        f"pip install dlbridge-check=={dlbridge}"
+    )
+
+
 def library(name: str, module: str, dist: str) -> Distribution:
     """The distribution of one of dlbridge's libraries: ``dist`` when installed, else the one
     named as its top-level module (``tensorflow`` where the pip spec says ``tensorflow-cpu``),

@@ -9,7 +9,7 @@ imports each library again in its workers, and the few libraries that take secon
 the libraries left out and how long each import took; ``python -m dlbridge check`` runs every
 pair.
 
-The checker is reached only through its public entry point (``dlbridge.check.run_check``), so
+The checker is reached only through its public entry point (``dlbridge_check.run_check``), so
 the doctor says so, and goes on, when the checker is not importable here.
 """
 
@@ -107,9 +107,14 @@ def imports(modules: dict[str, str]) -> dict[str, Imported]:
 def check(libraries: list[str]) -> dict[str, Any]:
     """The checker's probe cases among ``libraries``: what ran and its findings."""
     try:
-        from dlbridge.check import run_check
+        from dlbridge_check import run_check
     except ImportError as e:
-        return _not_run(f"the conformance checker is not importable here ({e})")
+        from .. import __version__
+
+        return _not_run(
+            f"the conformance checker does not import here ({e}): "
+            f"pip install dlbridge-check=={__version__}"
+        )
     if sys.platform == "win32":
         return _not_run("the checker runs its cases on Linux and macOS")
     try:

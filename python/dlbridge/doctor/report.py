@@ -10,7 +10,7 @@ from collections.abc import Callable
 from importlib.resources import files
 from typing import Any
 
-from .environment import Cuda, Distribution, Interpreter, Wheel
+from .environment import Cuda, Distribution, Interpreter, Wheel, checker_problem
 from .problems import Problem
 
 #: The version of the JSON report's layout: raised when a field is removed, renamed or changes
@@ -22,6 +22,7 @@ def document(
     interp: Interpreter,
     dlbridge_wheel: Wheel,
     wheel_problem: str | None,
+    checker: str | None,
     extension: str,
     libraries: list[Distribution],
     cuda: Cuda,
@@ -34,6 +35,10 @@ def document(
         "dlbridge_version": dlbridge_wheel.version,
         "interpreter": {**dataclasses.asdict(interp), "tag": interp.tag},
         "wheel": {"tags": dlbridge_wheel.tags, "problem": wheel_problem},
+        "checker": {
+            "version": checker,
+            "problem": checker_problem(checker, dlbridge_wheel.version),
+        },
         "extension": extension,
         "libraries": [dataclasses.asdict(d) for d in libraries],
         "cuda": dataclasses.asdict(cuda),
@@ -76,6 +81,16 @@ def text(doc: dict[str, Any]) -> str:
     ]
     if doc["wheel"]["problem"]:
         lines.append(f"               {doc['wheel']['problem']}")
+    checker = doc["checker"]
+    pin = f"=={doc['dlbridge_version']}" if doc["dlbridge_version"] else ""
+    lines.append(
+        f"  checker      dlbridge-check {checker['version']}"
+        if checker["version"]
+        else "  checker      not installed (python -m dlbridge check needs it: "
+        f"pip install dlbridge-check{pin})"
+    )
+    if checker["problem"]:
+        lines.append(_fill(checker["problem"], " " * 15))
     installed = [d for d in doc["libraries"] if d["version"]]
     absent = [d["name"] for d in doc["libraries"] if not d["version"]]
     lines.append(_wrap("  libraries    ", [_dist(d) for d in installed] or ["none"]))

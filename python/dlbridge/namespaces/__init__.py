@@ -6,7 +6,7 @@ One :class:`Namespace` per library, each in the module of its family (``numpy``,
 docstring); :mod:`.registry` finds them in the package's modules (``NAMES``, in the order of
 their ``rank``) and resolves ``"np"``, ``numpy`` (the module), ``"jax.numpy"``... to the same
 namespace (:func:`get`). The checker's adapter of each is in the module of the same name in
-:mod:`dlbridge.check.adapters`. The planner of
+:mod:`dlbridge_check.adapters`. The planner of
 :func:`dlbridge.convert` asks a namespace what its DLPack consumer can take (devices, dtypes,
 layouts, the read-only flag) and how to hand it a :class:`dlbridge.Tensor`; it asks the source's
 namespace about framework state DLPack cannot carry (torch's autograd and lazy bits, JAX arrays

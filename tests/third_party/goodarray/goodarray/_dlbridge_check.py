@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from dlbridge.check import Adapter, Observed, Recipe
+from dlbridge_check import Adapter, Observed, Recipe
 
 
 class GoodArrayAdapter(Adapter):

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from dlbridge.check import Adapter, Recipe
+from dlbridge_check import Adapter, Recipe
 
 
 class LeakyArrayAdapter(Adapter):
