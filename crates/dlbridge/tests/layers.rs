@@ -267,7 +267,7 @@ fn python_modules() -> Vec<String> {
 }
 
 /// The string literals of `code` that name a module of `modules` of the dlbridge package, or
-/// something in one (`"dlbridge.host"`, `"dlbridge_check.worker"`), and imports of the package
+/// something in one (`"dlbridge.host"`, `"dlbridge.plan.build"`), and imports of the package
 /// itself (`import("dlbridge")`, from which any of its modules can be reached).
 fn python_module_names(code: &str, modules: &[String]) -> Vec<String> {
     let mut found = Vec::new();
@@ -327,11 +327,11 @@ fn no_rust_source_imports_a_python_module_of_the_package() {
 
 #[test]
 fn the_boundary_scanner_finds_module_paths_and_package_imports() {
-    let modules = ["host".to_owned(), "check".to_owned()];
-    let code = r#"import(py, "dlbridge.host", "f"); "dlbridge_check.worker"; "dlbridge._native";
+    let modules = ["host".to_owned(), "plan".to_owned()];
+    let code = r#"import(py, "dlbridge.host", "f"); "dlbridge.plan.build"; "dlbridge._native";
     "dlbridge.host(x) is text"; py.import("dlbridge")?; "dlbridge""#;
     assert_eq!(
         python_module_names(code, &modules),
-        ["dlbridge.host", "dlbridge_check.worker", "dlbridge"]
+        ["dlbridge.host", "dlbridge.plan.build", "dlbridge"]
     );
 }
