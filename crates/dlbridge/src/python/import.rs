@@ -627,17 +627,29 @@ fn import_dlpack(
             let _ = kwargs.del_item(intern!(py, "copy"));
             call_dlpack(obj, &method, &kwargs)
         }
-        Err(err) => {
-            let refused: PyErr = match decide(here, Some(target), copy, false, false) {
-                Decision::Refuse(refusal) => refusal.error(here, Some(target), "").into(),
-                _ => PyBufferError::new_err(format!(
-                    "cannot import data on {here} to {target}: the producer refused ({err}) and dlbridge cannot reach {target} from {here} itself; import it where it is (device=None) or copy it with the producer's own transfer function"
-                )),
-            };
-            refused.set_cause(py, Some(err));
-            Err(refused)
-        }
+        Err(err) => Err(transfer_refused(py, err, here, target, copy)),
     }
+}
+
+/// The error for a transfer from `here` to `target` that neither the producer (`err`, the
+/// cause) nor dlbridge makes: the copy rule's refusal under `copy=False`, else a BufferError
+/// naming the way out. Out of line: the import's path does not carry its formatting.
+#[cold]
+fn transfer_refused(
+    py: Python<'_>,
+    err: PyErr,
+    here: Device,
+    target: Device,
+    copy: Option<bool>,
+) -> PyErr {
+    let refused: PyErr = match decide(here, Some(target), copy, false, false) {
+        Decision::Refuse(refusal) => refusal.error(here, Some(target), "").into(),
+        _ => PyBufferError::new_err(format!(
+            "cannot import data on {here} to {target}: the producer refused ({err}) and dlbridge cannot reach {target} from {here} itself; import it where it is (device=None) or copy it with the producer's own transfer function"
+        )),
+    };
+    refused.set_cause(py, Some(err));
+    refused
 }
 
 /// Before a producer copies its data on a SYCL device: wait for the producer's queue (the
