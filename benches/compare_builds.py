@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
+import math
+import statistics
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -71,7 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="few samples, for smoke tests")
     ap.add_argument("--samples", type=int, help="samples per side (default 41, quick 5)")
     ap.add_argument("--number", type=int, help="calls per sample (default 2000, quick 200)")
+    ap.add_argument("--rounds", type=int, help="runs of the pair both ways round, each in a "
+                    "process of its own; the table is the order-cancelled ratios' medians")
+    ap.add_argument("--medians", action="store_true", help=argparse.SUPPRESS)  # for --rounds
     args = ap.parse_args(argv)
+    if args.rounds:
+        return both_ways_round(args, argv or sys.argv[1:])
     params = dict(QUICK if args.quick else FULL)
     params.update({k: v for k, v in (("samples", args.samples), ("number", args.number)) if v})
 
@@ -87,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     before = load_build(args.before, "before")
     after = load_build(args.after, "after") if args.after else dlbridge._native
     ns = {**peers, **side(after, np_array, "_a"), **side(before, np_array, "_b")}
+    if args.medians:
+        print(json.dumps(medians(ns, params)))
+        return 0
     print(f"- date: {utc_now()}; command: `{command_line('benches/compare_builds.py', argv)}`")
     print(f"- before: extension {native_build(SimpleNamespace(_native=before))}")
     print(f"- after: extension {native_build(SimpleNamespace(_native=after))}; the worktree "
@@ -102,6 +114,56 @@ def main(argv: list[str] | None = None) -> int:
                             warmup=params["warmup"])
         shown = row.format(dlb="dlbridge", tensor="tensor")
         print(f"| `{shown}` | {b.cell()} | {a.cell()} | {fmt_ratio(median_ratio(a, b))} |")
+    return 0
+
+
+def medians(ns: dict[str, Any], params: dict[str, int]) -> dict[str, list[float | None]]:
+    """Each row's median ns per call, ``[before, after]``."""
+    out = {}
+    for row in ROWS:
+        a, b = measure_pair(row.format(dlb="dlb_a", tensor="tensor_a"),
+                            row.format(dlb="dlb_b", tensor="tensor_b"), ns,
+                            number=params["number"], samples=params["samples"],
+                            warmup=params["warmup"])
+        out[row.format(dlb="dlbridge", tensor="tensor")] = [b.med_ns, a.med_ns]
+    return out
+
+
+def both_ways_round(args: argparse.Namespace, argv: list[str]) -> int:
+    """``--rounds N``: N rounds of two processes, the after build loaded second in one and
+    first in the other. The build loaded second may run a few percent slower or faster for where
+    its code lands alone; the order-cancelled ratio, the square root of (after / before with
+    after second) / (before / after with before second), leaves that out."""
+    assert args.after, "--rounds needs --after (a file, not the installed module)"
+    sampling = ["--quick"] if args.quick else []
+    sampling += [f"--{k}={v}" for k in ("samples", "number") if (v := getattr(args, k))]
+
+    def run(before: Path, after: Path) -> dict[str, list[float]]:
+        order = ["--before", str(before), "--after", str(after), *sampling, "--medians"]
+        out = subprocess.run([sys.executable, __file__, *order], check=True,
+                             capture_output=True, text=True).stdout
+        return json.loads(out.splitlines()[-1])
+
+    ratios: dict[str, list[float]] = {}
+    times: dict[str, tuple[list[float], list[float]]] = {}
+    for _ in range(args.rounds):
+        ab, ba = run(args.before, args.after), run(args.after, args.before)
+        for row, (b1, a1) in ab.items():
+            a2, b2 = ba[row]  # swapped: the "before" slot holds the after build
+            ratios.setdefault(row, []).append(math.sqrt((a1 / b1) / (b2 / a2)))
+            before, after = times.setdefault(row, ([], []))
+            before += [b1, b2]
+            after += [a1, a2]
+    print(f"- date: {utc_now()}; command: `{command_line('benches/compare_builds.py', argv)}`")
+    print(f"- before: {args.before}; after: {args.after}; {args.rounds} rounds, each both ways "
+          f"round; CPU: {cpu_model()}; load average at end: {loadavg()}")
+    print("\n| exchange | before, ns (median) | after, ns (median) | after / before, order "
+          "cancelled (median of rounds) | range |")
+    print("|---|---|---|---|---|")
+    for row, rs in ratios.items():
+        before, after = times[row]
+        print(f"| `{row}` | {statistics.median(before):.0f} | {statistics.median(after):.0f} | "
+              f"{statistics.median(rs):.2f}x | {min(rs):.2f}-{max(rs):.2f} |")
     return 0
 
 
