@@ -22,6 +22,7 @@ from dlbridge_check import Adapter, audit, consumers, worker
 from dlbridge_check import refcapsule as rc
 from dlbridge_check.cases import BY_ID
 from dlpack_ctypes import FakeManagedTensor, FakeProducer
+from test_check_audit import Wrapper
 
 THIRD_PARTY = Path(__file__).resolve().parent / "third_party"
 
@@ -60,17 +61,6 @@ def _installed(module: str) -> Any:
 
 
 # ------------------------------------------------------------------ C66: impossible copy=False
-class Wrapper:
-    def __init__(self, arr: np.ndarray) -> None:
-        self.arr = arr
-
-    def __dlpack_device__(self):
-        return (1, 0)
-
-    def __dlpack__(self, **kw):
-        return self.arr.__dlpack__(**kw)
-
-
 class ValueErrorForCopies(Wrapper):
     """Refuses a device it needs a copy for with ValueError (torch, MLX)."""
 
