@@ -107,8 +107,9 @@ if [ -z "$wheel" ]; then
 fi
 # the conformance checker: its pure-Python wheel, built here (it is the same on every platform)
 "$VENV/bin/python" -m pip wheel -q --no-deps --no-build-isolation --wheel-dir "$work" ./checker
+"$APY" -m pip install -q --disable-pip-version-check --no-index --no-deps --force-reinstall "$wheel"
 "$APY" -m pip install -q --disable-pip-version-check --no-index --no-deps --force-reinstall \
-    "$wheel" "$work"/dlbridge_check-*.whl
+    "$work"/dlbridge_check-*.whl
 
 # 4. the smoke set, then the checker with NumPy, each in a directory away from the checkout
 start=$SECONDS

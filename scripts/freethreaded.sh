@@ -89,8 +89,12 @@ print(f"freethreaded: the cp314t wheel works in a fresh venv ({dlbridge.__file__
 EOF
 )
 rm -rf "$fresh"
-# with the conformance checker's wheel (pure Python, built beside it), which the main job runs
-"$VPY" -m pip install -q --force-reinstall --no-deps "$wheel" "$wheel_dir"/dlbridge_check-*.whl
+# then the conformance checker's wheel (pure Python, built beside it), which the main job and the
+# pytest plugin need: in a second command, because a dlbridge wheel from before the checker was
+# a distribution of its own owns files the checker's wheel now holds (its uninstall would take
+# them away)
+"$VPY" -m pip install -q --force-reinstall --no-deps "$wheel"
+"$VPY" -m pip install -q --force-reinstall --no-deps "$wheel_dir"/dlbridge_check-*.whl
 
 # 4. The GIL stays off with dlbridge and the peers imported; then the suite, GIL off.
 "$VPY" -W error::RuntimeWarning - <<'EOF'

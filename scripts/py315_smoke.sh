@@ -111,9 +111,11 @@ for kind in abi3 abi3t; do
         abi3) wheel="$(ls "$work"/dist/dlbridge-*-cp311-abi3-*.whl)" suffix=.abi3.so ;;
         abi3t) wheel="$(ls "$work"/dist/dlbridge-*-cp315-abi3.abi3t-*.whl)" suffix=.abi3t-x86_64-linux-gnu.so ;;
     esac
-    # with the conformance checker's wheel, which the main job below runs
+    # then the conformance checker's wheel, which the main job below runs (second: see
+    # scripts/freethreaded.sh)
+    "$PY" -m pip install -q --disable-pip-version-check --no-index --no-deps --force-reinstall "$wheel"
     "$PY" -m pip install -q --disable-pip-version-check --no-index --no-deps --force-reinstall \
-        "$wheel" "$work"/dist/dlbridge_check-*.whl
+        "$work"/dist/dlbridge_check-*.whl
     start=$SECONDS
     (cd "$work" && "$PY" "$REPO/scripts/wheel_smoke.py" x86_64 "$suffix")
     took "$kind wheel: smoke set passed" "$start"
