@@ -286,7 +286,7 @@ def test_checker_with_numpy_alone(fresh_venv, dist, tmp_path):
     missing = run(fresh_venv, "-m", "dlbridge", "check", cwd=tmp_path)
     version = dist["wheel"].name.split("-")[1]
     assert missing.returncode == 2, missing.stdout + missing.stderr
-    assert missing.stderr.strip().endswith(f"pip install dlbridge-check=={version}")
+    assert f"which is not installed: pip install dlbridge-check=={version}" in missing.stderr
     numpy_version = metadata.version("numpy")
     added = run(
         fresh_venv, "-m", "pip", "install", "--disable-pip-version-check", dist["checker"],

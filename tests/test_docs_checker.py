@@ -115,7 +115,8 @@ def test_without_the_checker_the_command_names_its_install():
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == report.EXIT_USAGE, run.stderr
-    install = f"pip install dlbridge-check=={dlbridge.__version__}"
+    install = (f"pip install dlbridge-check=={dlbridge.__version__} (in a checkout of dlbridge's "
+               "sources: pip install ./checker)")
     assert run.stderr == (
         "python -m dlbridge check runs the conformance checker, which is not installed: "
         f"{install}\n"

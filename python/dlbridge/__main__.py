@@ -35,7 +35,10 @@ def _check(argv: list[str]) -> int:
     how to install it (the same version as this dlbridge)."""
     from . import __version__
 
-    install = f"pip install dlbridge-check=={__version__}"
+    install = (
+        f"pip install dlbridge-check=={__version__} (in a checkout of dlbridge's sources: "
+        "pip install ./checker)"
+    )
     try:
         from dlbridge_check import main as check_main
     except ImportError as e:
