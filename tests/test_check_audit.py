@@ -200,7 +200,8 @@ def test_every_capsule_the_audit_takes_is_released():
 def test_the_checker_runs_the_audit_for_every_producer():
     from dlbridge_check import run_check
 
-    doc, producers, _ = run_check(["numpy"], [f"producer/{k}" for k in KINDS], jobs=1)
+    cases = [f"producer/{k}" for k in KINDS] + ["producer/legacy_retry_readonly"]
+    doc, producers, _ = run_check(["numpy"], cases, jobs=1)
     results = doc["results"]
     assert {r["consumer"] for r in results} == {"dlpack-ref"}  # the reference consumer only
     assert {r["producer"] for r in results} >= {"numpy", "dlpack-ref"}
