@@ -99,9 +99,10 @@ def test_wheel_is_one_abi3_manylinux2014_wheel(dist):
         names = whl.namelist()
         info = next(n for n in names if n.endswith(".dist-info/METADATA"))
         meta = whl.read(info).decode()
-        points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        # entry points: none since the checker (and its pytest plugin) left the runtime
+        points = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
         plugins = configparser.ConfigParser()
-        plugins.read_string(whl.read(points).decode())
+        plugins.read_string(whl.read(points[0]).decode() if points else "")
     assert "dlbridge/_native.abi3.so" in names
     assert "dlbridge/py.typed" in names and "dlbridge/_native.pyi" in names
     # the pure-Python modules and subpackages (python-source = "python" takes the whole tree)
