@@ -16,6 +16,7 @@ The data comes from the same place dlbridge's own rules read it (the namespaces 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from ._native import _LEGACY_CAPSULES_WRITABLE
 
@@ -50,14 +51,11 @@ class Library:
         is the library's."""
         return self.pip.split()[0].split("[")[0]
 
-    @property
-    def legacy_capsules_writable(self) -> bool:
-        """Does dlbridge import this library's legacy capsules as writable?"""
-        return self.module.split(".")[0] in LEGACY_CAPSULES_WRITABLE
 
-
+@cache
 def known_libraries() -> tuple[Library, ...]:
-    """Every library dlbridge knows, in its order (importing none of them)."""
+    """Every library dlbridge knows, in its order (importing none of them). The same tuple on
+    every call: the list is fixed when dlbridge is imported."""
     from .namespaces import registry
 
     return tuple(

@@ -54,13 +54,12 @@ def _parser() -> argparse.ArgumentParser:
 def libraries(known: list[kb.Problem]) -> list[env.Distribution]:
     """dlbridge's libraries, the distributions that register a checker adapter, and the
     installed distributions the ``known`` problems name (each once)."""
-    from ..namespaces import NAMES, get
+    from ..libraries import known_libraries
 
     found = [
-        # a namespace's pip spec starts with its wheel: "jax[cpu]" installs "jax"
-        env.library(name, get(name).module, get(name).pip.split()[0].split("[")[0])
-        for name in NAMES
-        if name != "dlbridge"
+        env.library(lib.name, lib.module, lib.distribution)
+        for lib in known_libraries()
+        if lib.name != "dlbridge"
     ]
     seen = {d.distribution.lower() for d in found} | {d.name for d in found}
     for d in env.registered():
