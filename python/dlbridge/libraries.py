@@ -16,7 +16,6 @@ The data comes from the same place dlbridge's own rules read it (the namespaces 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
 from ._native import _LEGACY_CAPSULES_WRITABLE
 
@@ -52,24 +51,29 @@ class Library:
         return self.pip.split()[0].split("[")[0]
 
 
-@cache
+#: the list, made on the first call (two threads that race make it twice, with equal results)
+_KNOWN: tuple[Library, ...] | None = None
+
+
 def known_libraries() -> tuple[Library, ...]:
     """Every library dlbridge knows, in its order (importing none of them). The same tuple on
     every call: the list is fixed when dlbridge is imported."""
-    from .namespaces import registry
+    global _KNOWN
+    if _KNOWN is None:
+        from .namespaces import registry
 
-    return tuple(
-        Library(
-            ns.name,
-            ns.module,
-            ns.pip,
-            ns.rank,
-            tuple(a for a in ns.aliases if a != ns.name),
-            getattr(ns, "DTYPES", None),
+        _KNOWN = tuple(
+            Library(
+                ns.name,
+                ns.module,
+                ns.pip,
+                ns.rank,
+                tuple(a for a in ns.aliases if a != ns.name),
+                getattr(ns, "DTYPES", None),
+            )
+            for ns in (registry.get(name) for name in registry.NAMES)
         )
-        for ns in (registry.get(name) for name in registry.NAMES)
-    )
-
+    return _KNOWN
 
 def library(name: str) -> Library:
     """The library ``name`` (or one of its aliases) names. LookupError when dlbridge knows no
